@@ -1,0 +1,308 @@
+"""Ingest: files → docling → chunks → embeddings → a new index version, made live atomically.
+
+Incremental: a file whose content hash and collection are unchanged keeps its chunks and
+embeddings; a changed file is converted and chunked again (chunks whose text did not change
+keep their embeddings); files that vanished from an ingested folder leave the index. Files
+ingested from other folders are kept as they are. Bad files are reported and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from index_build.chunking import ChunkingOptions, chunk_document, embedding_text
+from index_build.convert import DocumentConverter
+from index_build.layout import building_dir, new_version_id, prune_versions, publish, remove_stale_builds, writer_lock
+from index_build.snapshot import IndexSnapshot, open_live
+from index_build.sources import SourceFile, discover, file_sha256
+from index_build.version import COLLECTIONS, Bm25Params, CollectionData, FileRecord, write_collection, write_manifest
+from pipeline.errors import DocumentError, IndexNotFoundError
+from pipeline.protocols import Embedder
+from pipeline.types import Chunk
+
+log = logging.getLogger(__name__)
+
+EMBED_BATCH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    """What shapes a build: chunking, BM25 parameters, retention, the PDF pipeline."""
+
+    chunking: ChunkingOptions = ChunkingOptions()
+    bm25: Bm25Params = Bm25Params()
+    keep_versions: int = 3
+    pdf_models_dir: Path | None = None
+
+
+class IngestProgress(Protocol):
+    """Receives progress as ingest runs (the CLI draws rich progress bars from it)."""
+
+    def start(self, task: str, total: int | None) -> None:
+        """A task (``files``, ``pages``, ``chunks``, ``embeddings``) begins."""
+        ...
+
+    def advance(self, task: str, amount: int = 1) -> None:
+        """``amount`` more units of ``task`` are done."""
+        ...
+
+
+class NoProgress:
+    """An :class:`IngestProgress` that shows nothing."""
+
+    def start(self, task: str, total: int | None) -> None:
+        pass
+
+    def advance(self, task: str, amount: int = 1) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A file that was skipped, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """What an ingest did. ``version`` is the live version afterwards."""
+
+    version: str
+    published: bool
+    documents: int = 0
+    pages: int = 0
+    chunks: int = 0
+    converted: int = 0
+    reused: int = 0
+    removed: int = 0
+    embedded_chunks: int = 0
+    reused_embeddings: int = 0
+    seconds: float = 0.0
+    failures: list[Failure] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class _Document:
+    record: FileRecord
+    chunks: list[Chunk]
+    embeddings: list[np.ndarray | None]
+
+
+def ingest(
+    index_dir: Path,
+    inputs: list[Path],
+    *,
+    embedder: Embedder,
+    collection: str | None = None,
+    options: IngestOptions = IngestOptions(),
+    progress: IngestProgress = NoProgress(),
+) -> IngestReport:
+    """Index ``inputs`` into ``index_dir`` as a new live version; see the module docstring."""
+    started = time.perf_counter()
+    sources = discover(inputs, collection)
+    converter = DocumentConverter(options.pdf_models_dir)
+    with writer_lock(index_dir):
+        for stale in remove_stale_builds(index_dir):
+            log.warning("removed a half-written version left by an interrupted ingest: %s", stale.name)
+        live = _open_live_or_none(index_dir)
+        roots = {s.root for s in sources}
+        previous = live if live and _reusable(live, embedder, options) else None
+        if live and previous is None:
+            log.info("embedder or chunking changed since %s: every file is processed again", live.version_id)
+            sources = sources + _sources_outside(live, roots)
+        documents, failures, converted = _process_sources(sources, previous, converter, embedder, options, progress)
+        kept = _documents_outside(previous, roots) if previous else []
+        removed = _count_removed(live, roots, {d.record.path for d in documents}) if live else 0
+        all_documents = kept + documents
+        report = IngestReport(
+            version=live.version_id if live else "",
+            published=False,
+            converted=converted,
+            reused=len(documents) - converted,
+            removed=removed,
+            failures=failures,
+        )
+        if (converted or removed or previous is None) and all_documents:
+            _embed_missing(all_documents, previous, embedder, progress, report)
+            report.version = _write_version(index_dir, all_documents, embedder, options)
+            report.published = True
+            prune_versions(index_dir, options.keep_versions)
+        report.documents = len(all_documents)
+        report.pages = sum(d.record.pages for d in all_documents)
+        report.chunks = sum(len(d.chunks) for d in all_documents)
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
+
+
+def _open_live_or_none(index_dir: Path) -> IndexSnapshot | None:
+    try:
+        return open_live(index_dir, verify=False)
+    except IndexNotFoundError:
+        return None
+
+
+def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOptions) -> bool:
+    """Whether chunks and embeddings of ``snapshot`` are valid for this build's settings."""
+    same_embedder = snapshot.manifest["embedder"].get("name") == embedder.name
+    return same_embedder and snapshot.manifest["chunking"] == asdict(options.chunking)
+
+
+def _sources_outside(snapshot: IndexSnapshot, roots: set[Path]) -> list[SourceFile]:
+    """Files of earlier ingests from other folders, to convert again when reuse is impossible."""
+    return [
+        SourceFile(path=Path(r.path), root=Path(r.path), collection=r.collection)
+        for r in snapshot.files
+        if not _under(r.path, roots) and Path(r.path).is_file()
+    ]
+
+
+def _process_sources(
+    sources: list[SourceFile],
+    previous: IndexSnapshot | None,
+    converter: DocumentConverter,
+    embedder: Embedder,
+    options: IngestOptions,
+    progress: IngestProgress,
+) -> tuple[list[_Document], list[Failure], int]:
+    previous_records = {r.path: r for r in previous.files} if previous else {}
+    progress.start("files", len(sources))
+    progress.start("pages", None)
+    progress.start("chunks", None)
+    documents: list[_Document] = []
+    failures: list[Failure] = []
+    converted = 0
+    for source in sources:
+        try:
+            sha = file_sha256(source.path)
+            old = previous_records.get(str(source.path))
+            if old and old.sha256 == sha and old.collection == source.collection and previous:
+                document = _reuse(previous, old)
+            else:
+                document = _convert(source, sha, converter, embedder, options)
+                converted += 1
+            documents.append(document)
+            progress.advance("pages", document.record.pages)
+            progress.advance("chunks", len(document.chunks))
+        except DocumentError as exc:
+            failures.append(Failure(str(source.path), str(exc)))
+            log.warning("skipped %s: %s", source.path, exc)
+        except OSError as exc:
+            failures.append(Failure(str(source.path), f"cannot read file: {exc.strerror or exc}"))
+        progress.advance("files")
+    return documents, failures, converted
+
+
+def _reuse(previous: IndexSnapshot, record: FileRecord) -> _Document:
+    collection = previous.collections[record.collection]
+    rows = [i for i, c in enumerate(collection.chunks) if c.doc_id == record.doc_id]
+    return _Document(
+        record=record,
+        chunks=[collection.chunks[i] for i in rows],
+        embeddings=[collection.embeddings[i] for i in rows],
+    )
+
+
+def _convert(
+    source: SourceFile, sha: str, converter: DocumentConverter, embedder: Embedder, options: IngestOptions
+) -> _Document:
+    parsed = converter.convert(source.path)
+    chunks = chunk_document(
+        parsed,
+        doc_id=source.doc_id,
+        collection=source.collection,
+        source=str(source.path),
+        tokenizer=embedder.tokenizer,
+        options=options.chunking,
+    )
+    if not chunks:
+        raise DocumentError("no text to index")
+    record = FileRecord(
+        path=str(source.path),
+        collection=source.collection,
+        doc_id=source.doc_id,
+        sha256=sha,
+        title=parsed.title,
+        pages=parsed.page_count,
+        chunks=len(chunks),
+    )
+    return _Document(record=record, chunks=chunks, embeddings=[None] * len(chunks))
+
+
+def _under(path: str, roots: set[Path]) -> bool:
+    p = Path(path)
+    return any(p == root or root in p.parents for root in roots)
+
+
+def _documents_outside(previous: IndexSnapshot, roots: set[Path]) -> list[_Document]:
+    """Documents of earlier ingests from other folders: carried over unchanged."""
+    return [_reuse(previous, r) for r in previous.files if not _under(r.path, roots)]
+
+
+def _count_removed(previous: IndexSnapshot, roots: set[Path], present: set[str]) -> int:
+    return sum(1 for r in previous.files if _under(r.path, roots) and r.path not in present)
+
+
+def _embed_missing(
+    documents: list[_Document],
+    previous: IndexSnapshot | None,
+    embedder: Embedder,
+    progress: IngestProgress,
+    report: IngestReport,
+) -> None:
+    """Fill in embeddings: reuse any previous chunk with the same content hash, embed the rest."""
+    known: dict[str, np.ndarray] = {}
+    if previous:
+        for collection in previous.collections.values():
+            for chunk, vector in zip(collection.chunks, collection.embeddings):
+                known[chunk.content_hash] = vector
+    missing: list[tuple[_Document, int]] = []
+    for document in documents:
+        for i, chunk in enumerate(document.chunks):
+            if document.embeddings[i] is None and chunk.content_hash in known:
+                document.embeddings[i] = known[chunk.content_hash]
+                report.reused_embeddings += 1
+            elif document.embeddings[i] is None:
+                missing.append((document, i))
+    progress.start("embeddings", len(missing))
+    for start in range(0, len(missing), EMBED_BATCH):
+        batch = missing[start : start + EMBED_BATCH]
+        texts = [embedding_text(d.chunks[i].title, d.chunks[i].heading_path, d.chunks[i].text) for d, i in batch]
+        for (document, i), vector in zip(batch, embedder.embed(texts)):
+            document.embeddings[i] = vector
+        progress.advance("embeddings", len(batch))
+    report.embedded_chunks = len(missing)
+
+
+def _write_version(index_dir: Path, documents: list[_Document], embedder: Embedder, options: IngestOptions) -> str:
+    version_id = new_version_id()
+    build = building_dir(index_dir, version_id)
+    collections: dict[str, CollectionData] = {}
+    for document in documents:
+        data = collections.setdefault(document.record.collection, CollectionData(document.record.collection))
+        data.chunks.extend(document.chunks)
+    for name, data in collections.items():
+        vectors = [v for d in documents if d.record.collection == name for v in d.embeddings]
+        data.embeddings = np.vstack(vectors).astype(np.float32)
+        write_collection(build / COLLECTIONS / name, data, options.bm25)
+    write_manifest(
+        build,
+        version_id=version_id,
+        embedder={"name": embedder.name, "dimensions": embedder.dimensions, "max_tokens": embedder.max_tokens},
+        chunking=asdict(options.chunking),
+        bm25=options.bm25,
+        files=[d.record for d in documents],
+        collections={name: len(data.chunks) for name, data in collections.items()},
+    )
+    publish(index_dir, build, version_id)
+    return version_id

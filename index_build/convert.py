@@ -1,0 +1,227 @@
+"""Convert one input file into a :class:`ParsedDocument` with docling.
+
+- Markdown, HTML and DOCX go through docling's model-free backends (headings, lists and
+  tables are kept).
+- PDFs go through docling's model-free native pipeline by default, with lines, headings and
+  tables rebuilt from the word cells (:mod:`index_build.pdf_layout`); when a local models
+  directory is configured, docling's standard layout and table pipeline runs instead. If
+  docling cannot parse a readable PDF, pypdfium2's plain text is the fallback.
+- Plain text is read directly, one paragraph per blank-line-separated block.
+
+Every failure is a :class:`DocumentError` whose message says why, so ingestion can report
+the file and go on with the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from index_build.document import Block, ParsedDocument
+from index_build.pdf_layout import Word, drop_running_headers, is_bold_font, lines_to_blocks, words_to_lines
+from pipeline.errors import ConfigurationError, DocumentError
+
+log = logging.getLogger(__name__)
+
+DOCLING_SUFFIXES = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".docx": "docx"}
+TEXT_SUFFIXES = {".txt", ".text"}
+SUPPORTED_SUFFIXES = frozenset({".pdf", *DOCLING_SUFFIXES, *TEXT_SUFFIXES})
+
+
+class DocumentConverter:
+    """Converts files one at a time; docling's converters are built lazily and reused."""
+
+    def __init__(self, pdf_models_dir: Path | None = None) -> None:
+        self._pdf_models_dir = pdf_models_dir
+        self._docling_pdf: Any = None
+        self._docling_other: Any = None
+
+    def convert(self, path: Path) -> ParsedDocument:
+        """Convert ``path`` or raise :class:`DocumentError` naming the reason."""
+        suffix = path.suffix.lower()
+        if suffix not in SUPPORTED_SUFFIXES:
+            raise DocumentError(f"unsupported file type {suffix or '(no extension)'!r}")
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise DocumentError(f"cannot read file: {exc.strerror}") from exc
+        if size == 0:
+            raise DocumentError("empty file")
+        if suffix == ".pdf":
+            document = self._convert_pdf(path)
+        elif suffix in TEXT_SUFFIXES:
+            document = _convert_text(path)
+        else:
+            document = self._convert_with_docling(path)
+        if not any(b.text.strip() for b in document.blocks):
+            raise DocumentError("no extractable text (scanned or empty document?)")
+        return document
+
+    # PDF -----------------------------------------------------------------------------------
+
+    def _convert_pdf(self, path: Path) -> ParsedDocument:
+        title = _pdf_title(path)  # also rejects corrupt and encrypted files with a clear reason
+        if self._pdf_models_dir is not None:
+            return self._convert_with_docling(path, title=title)
+        result = self._native_pdf_converter().convert(path, raises_on_error=False)
+        pages = [p for p in result.pages if p.parsed_page is not None]
+        if not pages:
+            log.warning("docling could not parse %s (%s); using pypdfium2 text", path, result.status)
+            return _pdfium_text(path, title)
+        page_lines = []
+        for page in pages:
+            words = [
+                Word(
+                    text=cell.text,
+                    left=min(cell.rect.r_x0, cell.rect.r_x3),
+                    top=min(cell.rect.r_y0, cell.rect.r_y2),
+                    right=max(cell.rect.r_x1, cell.rect.r_x2),
+                    bottom=max(cell.rect.r_y0, cell.rect.r_y2),
+                    bold=is_bold_font(cell.font_name),
+                )
+                for cell in page.parsed_page.word_cells
+            ]
+            page_lines.append(words_to_lines(words, page.page_no))
+        heights = [p.size.height if p.size else 792.0 for p in pages]
+        lines = [ln for page in drop_running_headers(page_lines, heights) for ln in page]
+        return ParsedDocument(title=title, blocks=tuple(lines_to_blocks(lines)), page_count=len(pages))
+
+    def _native_pdf_converter(self) -> Any:
+        if self._docling_pdf is None:
+            from docling.datamodel.base_models import InputFormat
+            from docling.datamodel.pipeline_options import NativePdfPipelineOptions
+            from docling.document_converter import DocumentConverter as DoclingConverter
+            from docling.document_converter import PdfFormatOption
+            from docling.pipeline.native_pdf_pipeline import NativePdfPipeline
+
+            options = NativePdfPipelineOptions(generate_page_images=False, parser_threads=1)
+            self._docling_pdf = DoclingConverter(
+                format_options={
+                    InputFormat.PDF: PdfFormatOption(pipeline_cls=NativePdfPipeline, pipeline_options=options)
+                }
+            )
+        return self._docling_pdf
+
+    # Markdown, HTML, DOCX, and PDFs with the standard pipeline ----------------------------
+
+    def _convert_with_docling(self, path: Path, title: str | None = None) -> ParsedDocument:
+        from docling.datamodel.base_models import ConversionStatus
+
+        result = self._docling_converter().convert(path, raises_on_error=False)
+        if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
+            reasons = "; ".join(e.error_message for e in result.errors) or str(result.status)
+            raise DocumentError(f"docling could not convert it: {reasons}")
+        return docling_to_parsed(result.document, fallback_title=title or _title_from_name(path))
+
+    def _docling_converter(self) -> Any:
+        if self._docling_other is None:
+            from docling.datamodel.base_models import InputFormat
+            from docling.document_converter import DocumentConverter as DoclingConverter
+
+            formats = [InputFormat.MD, InputFormat.HTML, InputFormat.DOCX]
+            format_options = {}
+            if self._pdf_models_dir is not None:
+                format_options[InputFormat.PDF] = _standard_pdf_option(self._pdf_models_dir)
+                formats.append(InputFormat.PDF)
+            self._docling_other = DoclingConverter(allowed_formats=formats, format_options=format_options)
+        return self._docling_other
+
+
+def _standard_pdf_option(models_dir: Path) -> Any:
+    """docling's layout + table-structure pipeline, reading model artifacts from ``models_dir``."""
+    if not models_dir.is_dir():
+        raise ConfigurationError(f"pdf_models_dir {models_dir} is not a directory")
+    try:
+        from docling.datamodel.pipeline_options import PdfPipelineOptions
+        from docling.document_converter import PdfFormatOption
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the standard PDF pipeline needs the layout models: install docling-slim[standard]"
+        ) from exc
+    options = PdfPipelineOptions(artifacts_path=str(models_dir), do_ocr=False, do_table_structure=True)
+    return PdfFormatOption(pipeline_options=options)
+
+
+def docling_to_parsed(doc: Any, fallback_title: str) -> ParsedDocument:
+    """Flatten a ``DoclingDocument`` into heading, text and Markdown table blocks."""
+    from docling_core.types.doc import DocItemLabel, SectionHeaderItem, TableItem, TextItem, TitleItem
+
+    blocks: list[Block] = []
+    title = ""
+    for item, _depth in doc.iterate_items():
+        page = item.prov[0].page_no if getattr(item, "prov", None) else 0
+        if isinstance(item, TitleItem):
+            title = title or item.text.strip()
+            blocks.append(Block("heading", item.text.strip(), page, 1))
+        elif isinstance(item, SectionHeaderItem):
+            blocks.append(Block("heading", item.text.strip(), page, item.level + 1))
+        elif isinstance(item, TableItem):
+            markdown = item.export_to_markdown(doc=doc).strip()
+            if markdown:
+                blocks.append(Block("table", markdown, page))
+        elif isinstance(item, TextItem):
+            if item.label in (DocItemLabel.PAGE_HEADER, DocItemLabel.PAGE_FOOTER):
+                continue
+            text = item.text.strip()
+            if text:
+                prefix = "- " if item.label == DocItemLabel.LIST_ITEM else ""
+                blocks.append(Block("text", prefix + text, page))
+    page_count = len(doc.pages) if getattr(doc, "pages", None) else 0
+    return ParsedDocument(title=title or fallback_title, blocks=tuple(blocks), page_count=page_count)
+
+
+def _convert_text(path: Path) -> ParsedDocument:
+    raw = path.read_bytes()
+    if b"\x00" in raw[:4096]:
+        raise DocumentError("binary content in a text file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"not UTF-8 text (byte {exc.start})") from exc
+    paragraphs = [p.strip() for p in text.replace("\r\n", "\n").split("\n\n")]
+    blocks = tuple(Block("text", " ".join(p.split()), 0) for p in paragraphs if p)
+    return ParsedDocument(title=_title_from_name(path), blocks=blocks, page_count=0)
+
+
+def _pdf_title(path: Path) -> str:
+    """The PDF's metadata title when it looks like one, else a title from the file name."""
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(path)
+    except pdfium.PdfiumError as exc:
+        reason = str(exc)
+        if "password" in reason.lower():
+            raise DocumentError("encrypted PDF (password required)") from exc
+        raise DocumentError(f"corrupt or unreadable PDF: {reason}") from exc
+    try:
+        if len(pdf) == 0:
+            raise DocumentError("PDF has no pages")
+        title = (pdf.get_metadata_dict().get("Title") or "").strip()
+    finally:
+        pdf.close()
+    junk = ("untitled", ".doc", ".pdf", "microsoft word")
+    letters = sum(c.isalpha() or c.isspace() for c in title)
+    if " " in title and letters >= 0.7 * len(title) and not any(j in title.lower() for j in junk):
+        return title
+    return _title_from_name(path)
+
+
+def _pdfium_text(path: Path, title: str) -> ParsedDocument:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(path)
+    try:
+        blocks = []
+        for number in range(len(pdf)):
+            page = pdf[number]
+            text = page.get_textpage().get_text_range()
+            blocks.extend(Block("text", p.strip(), number + 1) for p in text.split("\r\n\r\n") if p.strip())
+        return ParsedDocument(title=title, blocks=tuple(blocks), page_count=len(pdf))
+    finally:
+        pdf.close()
+
+
+def _title_from_name(path: Path) -> str:
+    return path.stem.replace("_", " ").strip() or path.name

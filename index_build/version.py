@@ -1,0 +1,182 @@
+"""Write and read one index version: per-collection BM25 and vector indexes plus a manifest.
+
+Each collection gets its own bm25s index (over the stemmed title, heading path and text)
+and its own usearch index (cosine) over the chunk embeddings; the embeddings themselves are
+kept too, for diversity-aware selection and for reuse by the next incremental ingest. The
+manifest records the format version, the models, the counts and a sha256 of every file;
+:func:`load_version` checks them, so a damaged version fails at start, not mid-query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from index_build.chunking import embedding_text
+from pipeline.errors import IndexCorruptError
+from pipeline.text import analyze_many
+from pipeline.types import Chunk
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+FILES = "files.json"
+COLLECTIONS = "collections"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Params:
+    """BM25 scoring parameters (Lucene variant, as bm25s and Elasticsearch use)."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    method: str = "lucene"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """One ingested source file: where it came from, its content hash and what it produced."""
+
+    path: str
+    collection: str
+    doc_id: str
+    sha256: str
+    title: str
+    pages: int
+    chunks: int
+
+
+@dataclass(slots=True)
+class CollectionData:
+    """A collection's chunks and their embeddings (row i embeds chunk i), ready to index."""
+
+    name: str
+    chunks: list[Chunk] = field(default_factory=list)
+    embeddings: np.ndarray | None = None
+
+
+def write_collection(directory: Path, data: CollectionData, bm25: Bm25Params) -> None:
+    """Write chunks, embeddings, the BM25 index and the vector index of one collection."""
+    import bm25s
+    from usearch.index import Index, ScalarKind
+
+    directory.mkdir(parents=True)
+    with open(directory / "chunks.jsonl", "w", encoding="utf-8") as out:
+        for chunk in data.chunks:
+            out.write(json.dumps(_chunk_to_json(chunk), ensure_ascii=False) + "\n")
+    embeddings = data.embeddings if data.embeddings is not None else np.zeros((0, 0), np.float32)
+    np.save(directory / "embeddings.npy", embeddings.astype(np.float32, copy=False))
+
+    retriever = bm25s.BM25(k1=bm25.k1, b=bm25.b, method=bm25.method)
+    corpus = analyze_many([embedding_text(c.title, c.heading_path, c.text) for c in data.chunks])
+    # bm25s cannot index an empty document list; an empty token keeps a row for each chunk.
+    retriever.index([terms or [""] for terms in corpus], show_progress=False)
+    retriever.save(str(directory / "bm25"))
+
+    vectors = Index(ndim=embeddings.shape[1], metric="cos", dtype=ScalarKind.F32)
+    vectors.add(np.arange(len(data.chunks), dtype=np.uint64), embeddings)
+    vectors.save(str(directory / "vectors.usearch"))
+
+
+def write_manifest(
+    version_dir: Path,
+    *,
+    version_id: str,
+    embedder: dict[str, Any],
+    chunking: dict[str, Any],
+    bm25: Bm25Params,
+    files: list[FileRecord],
+    collections: dict[str, int],
+) -> dict[str, Any]:
+    """Write ``files.json`` and ``manifest.json`` (with a checksum of every other file)."""
+    (version_dir / FILES).write_text(json.dumps([asdict(f) for f in files], indent=1, ensure_ascii=False))
+    checksums = {
+        str(p.relative_to(version_dir)): _sha256(p)
+        for p in sorted(version_dir.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "version": version_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "embedder": embedder,
+        "chunking": chunking,
+        "bm25": asdict(bm25),
+        "counts": {
+            "documents": len(files),
+            "pages": sum(f.pages for f in files),
+            "chunks": sum(collections.values()),
+            "collections": {
+                name: {
+                    "documents": sum(1 for f in files if f.collection == name),
+                    "chunks": count,
+                }
+                for name, count in sorted(collections.items())
+            },
+        },
+        "checksums": checksums,
+    }
+    (version_dir / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
+    return manifest
+
+
+def read_manifest(version_dir: Path) -> dict[str, Any]:
+    """The version's manifest, after checking its format version."""
+    try:
+        manifest = json.loads((version_dir / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise IndexCorruptError(f"{version_dir} has no readable manifest: {exc}") from exc
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise IndexCorruptError(
+            f"{version_dir} has index format {manifest.get('format_version')}, this docfinder reads "
+            f"{FORMAT_VERSION}: rebuild it with `docfinder ingest`"
+        )
+    return manifest
+
+
+def verify_checksums(version_dir: Path, manifest: dict[str, Any]) -> None:
+    """Raise :class:`IndexCorruptError` if any file differs from the manifest."""
+    for relative, expected in manifest["checksums"].items():
+        path = version_dir / relative
+        if not path.is_file() or _sha256(path) != expected:
+            raise IndexCorruptError(f"{path} is missing or damaged (checksum mismatch)")
+
+
+def read_files(version_dir: Path) -> list[FileRecord]:
+    """The file records of a version."""
+    return [FileRecord(**r) for r in json.loads((version_dir / FILES).read_text())]
+
+
+def read_chunks(collection_dir: Path) -> list[Chunk]:
+    """A collection's chunks in row order."""
+    with open(collection_dir / "chunks.jsonl", encoding="utf-8") as lines:
+        return [_chunk_from_json(json.loads(line)) for line in lines]
+
+
+def _chunk_to_json(chunk: Chunk) -> dict[str, Any]:
+    data = asdict(chunk)
+    data["heading_path"] = list(chunk.heading_path)
+    data["pages"] = list(chunk.pages)
+    return data
+
+
+def _chunk_from_json(data: dict[str, Any]) -> Chunk:
+    data["heading_path"] = tuple(data["heading_path"])
+    data["pages"] = tuple(data["pages"])
+    return Chunk(**data)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

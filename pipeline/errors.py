@@ -1,0 +1,44 @@
+"""The docfinder error hierarchy, documented in one place.
+
+Every error docfinder raises on purpose is a :class:`DocfinderError`. Callers decide what to
+do by its branch, not its message:
+
+- :class:`TransientError`: trying again later may succeed (a model server restarting, an
+  index being swapped, a timeout).
+- :class:`PermanentError`: the same call will fail again until someone changes the input
+  or the configuration (a corrupt file, an unknown collection, an invalid setting).
+
+Front doors (CLI, HTTP, MCP, bots) turn these into a clear message for the user.
+"""
+
+
+class DocfinderError(Exception):
+    """Base class of every error docfinder raises deliberately."""
+
+
+class TransientError(DocfinderError):
+    """A failure that may go away if the same call is made again later."""
+
+
+class PermanentError(DocfinderError):
+    """A failure that repeats until the input or the configuration changes."""
+
+
+class ConfigurationError(PermanentError):
+    """Settings, model folders or other configuration are missing or invalid."""
+
+
+class DocumentError(PermanentError):
+    """One input document could not be read: corrupt, encrypted, empty or unsupported."""
+
+
+class IndexNotFoundError(PermanentError):
+    """No live index version exists at the configured location."""
+
+
+class IndexCorruptError(PermanentError):
+    """An index version on disk does not match its manifest."""
+
+
+class IndexBusyError(TransientError):
+    """Another process is writing a new index version right now."""

@@ -1,0 +1,51 @@
+"""Small frozen dataclasses shared by every stage: chunks, scored candidates, search hits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrievable passage, with everything a citation needs.
+
+    ``pages`` is the first and last 1-based page the passage spans (``(0, 0)`` for formats
+    without pages). ``heading_path`` runs from the outermost heading to the innermost.
+    """
+
+    chunk_id: str
+    doc_id: str
+    collection: str
+    source: str
+    title: str
+    heading_path: tuple[str, ...]
+    pages: tuple[int, int]
+    text: str
+    content_hash: str
+
+    def citation_label(self) -> str:
+        """A short human-readable place: title, heading and pages."""
+        parts = [self.title or self.source]
+        if self.heading_path:
+            parts.append(" › ".join(self.heading_path))
+        if self.pages != (0, 0):
+            first, last = self.pages
+            parts.append(f"p. {first}" if first == last else f"pp. {first}–{last}")
+        return " — ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A chunk found by one retrieval branch: its position in the collection-wide table and score."""
+
+    row: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A chunk in the final ranking, with the score that placed it and each branch's score."""
+
+    chunk: Chunk
+    score: float
+    branch_scores: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,139 @@
+"""The ``docfinder`` command line.
+
+Exit codes: 0 success; 1 an error (message on stderr); 2 invalid usage or settings;
+3 ingest finished but some files failed (each is listed with its reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from pipeline.errors import ConfigurationError, DocfinderError
+from pipeline.retrieval import SEARCH_MODES
+from server.cli_output import RichIngestProgress, hit_to_json, print_hits, print_index_info, print_ingest_report
+from server.settings import Settings, load_settings
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+
+err = Console(stderr=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="docfinder", description="Answers from your documentation, with citations.")
+    parser.add_argument("--config", type=Path, help="TOML settings file (default: $DOCFINDER_CONFIG or ./docfinder.toml)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ingest = commands.add_parser("ingest", help="index documents (PDF, HTML, Markdown, DOCX, text)")
+    ingest.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the configured collections)")
+    ingest.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    ingest.add_argument("--collection", help="collection name (default: each input folder's name)")
+    ingest.add_argument("--json", action="store_true", help="print the ingest report as JSON")
+
+    search = commands.add_parser("search", help="rank passages for a query")
+    search.add_argument("query")
+    search.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    search.add_argument("--k", type=int, help="number of passages (default: setting search_k)")
+    search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
+    search.add_argument("--collection", action="append", dest="collections", help="limit to a collection (repeatable)")
+    search.add_argument("--json", action="store_true", help="print hits as JSON")
+
+    index = commands.add_parser("index", help="inspect the index").add_subparsers(dest="index_command", required=True)
+    info = index.add_parser("info", help="the live version: models, documents, pages, chunks")
+    info.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    info.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``docfinder`` script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load_settings(args.config, index_dir=getattr(args, "index", None))
+        return _dispatch(args, settings)
+    except ConfigurationError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    except DocfinderError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "ingest":
+        return _ingest(args, settings)
+    if args.command == "search":
+        return asyncio.run(_search(args, settings))
+    return asyncio.run(_index_info(args, settings))
+
+
+def _ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from server.service import run_ingest
+
+    batches: list[tuple[list[Path], str | None]]
+    if args.paths:
+        batches = [(args.paths, args.collection)]
+    elif settings.collections:
+        batches = [(c.paths, name) for name, c in settings.collections.items()]
+    else:
+        raise ConfigurationError("nothing to ingest: give paths, or configure collections in the settings")
+    status = 0
+    for paths, collection in batches:
+        with RichIngestProgress(err, enabled=not args.json and err.is_terminal) as progress:
+            report = run_ingest(settings, paths, collection=collection, progress=progress)
+        if args.json:
+            print(json.dumps(report.to_json(), indent=2))
+        else:
+            print_ingest_report(err, report)
+        if report.failures:
+            status = EXIT_PARTIAL
+    return status
+
+
+async def _search(args: argparse.Namespace, settings: Settings) -> int:
+    from server.service import DocfinderService
+
+    async with DocfinderService(settings) as service:
+        result = await service.search(args.query, k=args.k, mode=args.mode, collections=args.collections)
+    if args.json:
+        payload: dict[str, Any] = {
+            "query": result.query,
+            "mode": result.mode,
+            "version": result.version,
+            "hits": [hit_to_json(h) for h in result.hits],
+        }
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        print_hits(Console(), result)
+    return 0
+
+
+async def _index_info(args: argparse.Namespace, settings: Settings) -> int:
+    from server.service import DocfinderService
+
+    async with DocfinderService(settings) as service:
+        info = await service.index_info()
+    if args.json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+    else:
+        print_index_info(Console(), info)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""How the CLI shows things: rich progress bars, hit lists with citations, reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from index_build.builder import IngestReport
+from pipeline.types import SearchHit
+
+_LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings": "Embeddings"}
+
+
+class RichIngestProgress:
+    """An ingest progress sink drawing one rich bar per task (files, pages, chunks, embeddings)."""
+
+    def __init__(self, console: Console, enabled: bool = True) -> None:
+        self._progress = Progress(
+            TextColumn("{task.description:<11}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not enabled,
+        )
+        self._tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> RichIngestProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._progress.stop()
+
+    def start(self, task: str, total: int | None) -> None:
+        self._tasks[task] = self._progress.add_task(_LABELS.get(task, task), total=total)
+
+    def advance(self, task: str, amount: int = 1) -> None:
+        self._progress.advance(self._tasks[task], amount)
+
+
+def hit_to_json(hit: SearchHit) -> dict[str, Any]:
+    """The stable JSON shape of a search hit that scripts rely on."""
+    chunk = hit.chunk
+    return {
+        "chunk_id": chunk.chunk_id,
+        "score": round(hit.score, 6),
+        "text": chunk.text,
+        "source": chunk.source,
+        "title": chunk.title,
+        "pages": list(chunk.pages),
+        "heading_path": list(chunk.heading_path),
+        "collection": chunk.collection,
+        "branch_scores": {k: round(v, 6) for k, v in hit.branch_scores.items()},
+    }
+
+
+def print_hits(console: Console, result: Any) -> None:
+    """Numbered passages with their citation (title, heading path, pages, source)."""
+    if not result.hits:
+        console.print(f"No passages found for [bold]{escape(result.query)}[/].")
+        return
+    console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, index {result.version})[/]\n")
+    for n, hit in enumerate(result.hits, start=1):
+        chunk = hit.chunk
+        console.print(f"[bold cyan][{n}][/] [bold]{escape(chunk.citation_label())}[/]  [dim]score {hit.score:.4f}[/]")
+        console.print(f"    [dim]{escape(chunk.source)}[/]")
+        text = " ".join(chunk.text.split())
+        console.print("    " + escape(text[:400] + ("…" if len(text) > 400 else "")) + "\n")
+
+
+def print_ingest_report(console: Console, report: IngestReport) -> None:
+    """A one-screen summary of an ingest, failures listed with their reasons."""
+    state = f"version {report.version} is live" if report.published else "index unchanged"
+    console.print(
+        f"[green]✓[/] {state}: {report.documents} documents, {report.pages} pages, {report.chunks} chunks "
+        f"({report.converted} converted, {report.reused} unchanged, {report.removed} removed; "
+        f"{report.embedded_chunks} chunks embedded) in {report.seconds:.1f} s"
+    )
+    if report.failures:
+        console.print(f"[red]{len(report.failures)} file(s) skipped:[/]")
+        for failure in report.failures:
+            console.print(f"  [red]✗[/] {escape(failure.path)}: {escape(failure.reason)}")
+
+
+def print_index_info(console: Console, info: dict[str, Any]) -> None:
+    """The live version's summary as a table."""
+    console.print(
+        f"[bold]{escape(info['index_dir'])}[/] version {info['version']} ({info['created_at']}), "
+        f"embedder {info['embedder']['name']} ({info['embedder']['dimensions']} dims)"
+    )
+    console.print(f"{info['documents']} documents, {info['pages']} pages, {info['chunks']} chunks")
+    table = Table("collection", "documents", "chunks")
+    for name, counts in info["collections"].items():
+        table.add_row(name, str(counts["documents"]), str(counts["chunks"]))
+    console.print(table)

@@ -1,0 +1,139 @@
+"""The one service object every front door calls (CLI, HTTP, MCP, bots).
+
+It owns the settings, the embedder and the live index snapshot. Entering it loads and
+verifies the index (fail at start, not on the first request); each search checks, with one
+``readlink``, whether a newer version went live and swaps to it, so rebuilding the index
+never needs a restart. CPU-bound work runs in a worker thread, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from index_build.builder import IngestOptions, IngestProgress, IngestReport, NoProgress, ingest
+from index_build.chunking import ChunkingOptions
+from index_build.layout import live_version_id
+from index_build.snapshot import IndexSnapshot, open_live
+from index_build.version import Bm25Params
+from pipeline.protocols import Embedder
+from pipeline.retrieval import SearchRequest, search
+from pipeline.types import SearchHit
+from server.factories import make_embedder
+from server.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Hits for one query, and the index version that produced them."""
+
+    query: str
+    mode: str
+    version: str
+    hits: list[SearchHit]
+
+
+class DocfinderService:
+    """Search and ingest over one index directory. Use as ``async with DocfinderService(...)``."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self._snapshot: IndexSnapshot | None = None
+        self._reload_lock = threading.Lock()
+
+    async def __aenter__(self) -> DocfinderService:
+        await asyncio.to_thread(self._current_snapshot)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._snapshot = None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self.settings)
+        return self._embedder
+
+    def _current_snapshot(self) -> IndexSnapshot:
+        """The live snapshot, reloaded when another version has gone live since the last call."""
+        live = live_version_id(self.settings.index_dir)
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.version_id != live:
+            with self._reload_lock:
+                if self._snapshot is None or self._snapshot.version_id != live_version_id(self.settings.index_dir):
+                    self._snapshot = open_live(self.settings.index_dir)
+                snapshot = self._snapshot
+        return snapshot
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        mode: str = "hybrid",
+        collections: list[str] | None = None,
+    ) -> SearchResult:
+        """Rank passages for ``query``; every hit comes from one and the same index version."""
+        request = SearchRequest(
+            query=query,
+            k=k or self.settings.search_k,
+            mode=mode,  # type: ignore[arg-type]
+            candidates=self.settings.search_candidates,
+            collections=tuple(collections) if collections else None,
+        )
+
+        def run() -> SearchResult:
+            snapshot = self._current_snapshot()
+            hits = search(snapshot, self.embedder, request)
+            return SearchResult(query=query, mode=mode, version=snapshot.version_id, hits=hits)
+
+        # Query encoding and BM25 scoring are CPU-bound: keep them off the event loop.
+        return await asyncio.to_thread(run)
+
+    async def index_info(self) -> dict[str, Any]:
+        """The live version's manifest summary: version, models, counts."""
+        snapshot = await asyncio.to_thread(self._current_snapshot)
+        manifest = snapshot.manifest
+        return {
+            "index_dir": str(self.settings.index_dir),
+            "version": snapshot.version_id,
+            "created_at": manifest["created_at"],
+            "format_version": manifest["format_version"],
+            "embedder": manifest["embedder"],
+            "chunking": manifest["chunking"],
+            "bm25": manifest["bm25"],
+            **manifest["counts"],
+        }
+
+
+def ingest_options(settings: Settings) -> IngestOptions:
+    """The build parameters the settings ask for."""
+    return IngestOptions(
+        chunking=ChunkingOptions(max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens),
+        bm25=Bm25Params(k1=settings.bm25_k1, b=settings.bm25_b),
+        keep_versions=settings.keep_versions,
+        pdf_models_dir=settings.pdf_models_dir,
+    )
+
+
+def run_ingest(
+    settings: Settings,
+    inputs: list[Path],
+    *,
+    collection: str | None = None,
+    embedder: Embedder | None = None,
+    progress: IngestProgress = NoProgress(),
+) -> IngestReport:
+    """Build a new index version from ``inputs`` (blocking; the CLI and the ingest job call it)."""
+    return ingest(
+        settings.index_dir,
+        inputs,
+        embedder=embedder or make_embedder(settings),
+        collection=collection,
+        options=ingest_options(settings),
+        progress=progress,
+    )

@@ -1,0 +1,116 @@
+"""docfinder's one settings object, built once at start and passed down.
+
+Sources, highest priority first: explicit overrides (CLI flags), ``DOCFINDER_*`` environment
+variables, a TOML file (``--config FILE``, else ``$DOCFINDER_CONFIG``, else ``docfinder.toml``
+in the working directory when present), then the defaults below. Unknown keys are errors,
+and an invalid value fails at start with a message naming the setting.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from pipeline.errors import ConfigurationError
+
+ENV_PREFIX = "DOCFINDER_"
+DEFAULT_CONFIG_FILE = Path("docfinder.toml")
+
+
+class CollectionSettings(BaseModel):
+    """A named collection: the folders it is ingested from and a description for humans and the LLM."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    paths: list[Path] = Field(default_factory=list, description="Folders or files ingested into it.")
+    description: str = Field("", description="What the collection holds.")
+
+
+class Settings(BaseSettings):
+    """Every knob docfinder has. Field descriptions double as the configuration reference."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+    )
+
+    index_dir: Path = Field(Path(".docfinder/index"), description="Where index versions are kept.")
+    collections: dict[str, CollectionSettings] = Field(
+        default_factory=dict, description="Named collections and their source folders, for `ingest` without paths."
+    )
+    embedder_path: Path | None = Field(
+        None, description="Local sentence-transformers folder; default: the packaged all-MiniLM-L6-v2."
+    )
+    pdf_models_dir: Path | None = Field(
+        None, description="docling layout/table model artifacts; when set, PDFs use docling's standard pipeline."
+    )
+    chunk_tokens: int = Field(256, ge=32, le=8192, description="Chunk size in embedder tokens.")
+    chunk_overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
+    keep_versions: int = Field(3, ge=1, le=100, description="Index versions kept on disk, the live one included.")
+    bm25_k1: float = Field(1.5, gt=0, description="BM25 term-frequency saturation.")
+    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 length normalisation.")
+    search_k: int = Field(10, ge=1, le=1000, description="Passages returned by a search.")
+    search_candidates: int = Field(16, ge=1, le=1000, description="Candidates per branch before fusion.")
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> Settings:
+        if self.chunk_overlap_tokens >= self.chunk_tokens:
+            raise ValueError(
+                f"chunk_overlap_tokens ({self.chunk_overlap_tokens}) must be smaller than chunk_tokens "
+                f"({self.chunk_tokens})"
+            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=_config_file())
+        return (init_settings, env_settings, toml)
+
+
+_config_override: Path | None = None
+
+
+def _config_file() -> Path | None:
+    if _config_override is not None:
+        return _config_override
+    if env := os.environ.get(f"{ENV_PREFIX}CONFIG"):
+        return Path(env)
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings, or raise :class:`ConfigurationError` naming each invalid field."""
+    global _config_override
+    path = config_file or _config_file()
+    if path is not None and not path.is_file():
+        raise ConfigurationError(f"config file {path} does not exist")
+    _config_override = path
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        raise ConfigurationError(_describe(exc)) from exc
+    finally:
+        _config_override = None
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(p) for p in error["loc"]) or "settings"
+        env = ENV_PREFIX + field.upper().replace(".", "__")
+        problems.append(f"{field} ({env}): {error['msg']}")
+    return "invalid settings: " + "; ".join(problems)
