@@ -113,12 +113,12 @@ def _pack_section(
     current: list[_Unit] = []
     used = 0
     for unit in units:
-        # Two newlines between units cost about one token; count it so chunks stay in budget.
-        if current and used + unit.tokens + 1 > budget:
+        # The blank line between two units costs about one token; count it so chunks stay in budget.
+        if current and used + 1 + unit.tokens > budget:
             packed.append(_join(current))
             current, used = [], 0
+        used += unit.tokens + (1 if current else 0)
         current.append(unit)
-        used += unit.tokens + 1
     if current:
         packed.append(_join(current))
     return packed

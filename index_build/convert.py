@@ -168,7 +168,8 @@ def docling_to_parsed(doc: Any, fallback_title: str) -> ParsedDocument:
                 prefix = "- " if item.label == DocItemLabel.LIST_ITEM else ""
                 blocks.append(Block("text", prefix + text, page))
     page_count = len(doc.pages) if getattr(doc, "pages", None) else 0
-    return ParsedDocument(title=title or fallback_title, blocks=tuple(blocks), page_count=page_count)
+    first_heading = next((b.text for b in blocks if b.kind == "heading"), "")
+    return ParsedDocument(title=title or first_heading or fallback_title, blocks=tuple(blocks), page_count=page_count)
 
 
 def _convert_text(path: Path) -> ParsedDocument:

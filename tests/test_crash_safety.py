@@ -1,0 +1,100 @@
+"""A ``kill -9`` at any point of an ingest leaves the previous version live and searchable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from index_build.layout import BUILDING_PREFIX, VERSIONS, live_version_id
+from index_build.snapshot import open_live
+from pipeline.retrieval import SearchRequest, search
+from tests.conftest import REPO
+
+PARAGRAPH = (
+    "Section {i}.{j} explains how antenna {i} is serviced: the team checks the cryostat, the "
+    "receiver cartridges and the drive motors, records the results in the log and reports any fault "
+    "to the engineering desk, which schedules a repair before the next observing block begins."
+)
+
+
+def write_corpus(root: Path, files: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        body = "\n\n".join(PARAGRAPH.format(i=i, j=j) for j in range(8))
+        (root / f"antenna-{i:03d}.md").write_text(f"# Antenna {i}\n\n## Servicing\n\n{body}\n")
+
+
+def start_ingest(corpus: Path, index: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "ingest", str(corpus), "--index", str(index), "--json"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def kill_when(process: subprocess.Popen, ready, timeout: float = 120.0) -> bool:
+    """SIGKILL ``process`` as soon as ``ready()`` holds; False if it finished first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        if ready():
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            return True
+        time.sleep(0.002)
+    process.kill()
+    raise AssertionError("ingest neither finished nor reached the kill point in time")
+
+
+def assert_previous_version_serves(index: Path, version: str, embedder) -> None:
+    assert live_version_id(index) == version
+    snapshot = open_live(index)  # verifies every checksum
+    hits = search(snapshot, embedder, SearchRequest(query="proposal deadline", k=1))
+    assert Path(hits[0].chunk.source).name == "observing.md"
+
+
+def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp_path, embedder):
+    index = tmp_path / "index"
+    first = subprocess.run(
+        [sys.executable, "-m", "server.cli", "ingest", str(sample_corpus), "--index", str(index)],
+        cwd=REPO,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert first.returncode == 0, first.stderr.decode()
+    version = live_version_id(index)
+    write_corpus(sample_corpus / "antennas", files=40)
+
+    # Kill once while documents are converted and embedded, once while the new version is written.
+    started = time.monotonic()
+    mid_run = start_ingest(sample_corpus, index)
+    assert kill_when(mid_run, lambda: time.monotonic() - started > 6.0)
+    assert_previous_version_serves(index, version, embedder)
+
+    building = index / VERSIONS
+    writing = start_ingest(sample_corpus, index)
+    killed_while_writing = kill_when(writing, lambda: any(p.name.startswith(BUILDING_PREFIX) for p in building.iterdir()))
+    if killed_while_writing:
+        assert_previous_version_serves(index, version, embedder)
+    else:  # the write phase was too quick to catch: the ingest completed, which must also be consistent
+        assert writing.returncode == 0, writing.stderr.read().decode()
+
+    final = subprocess.run(
+        [sys.executable, "-m", "server.cli", "ingest", str(sample_corpus), "--index", str(index)],
+        cwd=REPO,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert final.returncode == 0, final.stderr.decode()
+    assert live_version_id(index) != version
+    assert not [p for p in building.iterdir() if p.name.startswith(BUILDING_PREFIX)]
+    snapshot = open_live(index)
+    hits = search(snapshot, embedder, SearchRequest(query="servicing antenna 17 cryostat", k=3, mode="bm25"))
+    assert any("antenna-017" in h.chunk.source for h in hits)

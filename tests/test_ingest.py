@@ -1,0 +1,165 @@
+"""Ingest end to end with the real docling converters and the real packaged embedder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from index_build.builder import IngestOptions, ingest
+from index_build.layout import live_version_id
+from index_build.snapshot import UnknownCollectionError, open_live
+from pipeline.retrieval import SearchRequest, search
+from server.cli import EXIT_PARTIAL, main
+from server.service import DocfinderService
+from server.settings import load_settings
+from tests.samples import MARKDOWN
+
+
+def top(snapshot, embedder, query, mode="hybrid", k=3, collections=None):
+    return search(snapshot, embedder, SearchRequest(query=query, k=k, mode=mode, collections=collections))
+
+
+def test_every_format_is_indexed_and_found_with_its_heading_path(sample_corpus, tmp_path, embedder):
+    report = ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
+    assert report.published and report.failures == []
+    assert (report.documents, report.converted) == (4, 4)
+
+    snapshot = open_live(tmp_path / "index")
+    assert set(snapshot.collections) == {"handbook"}
+    expectations = {
+        "When is the proposal deadline?": ("observing.md", ("Observing Handbook", "Proposal preparation")),
+        "How many spectrometer channels are there?": ("instruments.html", ("Instrument Guide", "Spectrometer configuration")),
+        "Which weighting does the imaging pipeline use?": ("pipeline.docx", ("Pipeline reduction", "Imaging")),
+        "helpdesk opening hours": ("helpdesk.txt", ()),
+    }
+    for query, (name, path) in expectations.items():
+        for mode in ("bm25", "dense", "hybrid"):
+            best = top(snapshot, embedder, query, mode)[0].chunk
+            assert Path(best.source).name == name, (query, mode)
+            assert best.heading_path == path
+            assert best.collection == "handbook"
+
+
+def test_html_tables_stay_tables(sample_corpus, tmp_path, embedder):
+    ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
+    snapshot = open_live(tmp_path / "index")
+    tables = [c for c in snapshot.collections["handbook"].chunks if "| Band 3" in c.text]
+    assert tables and "| Band 6 | 211-275" in tables[0].text.replace("  ", " ").replace("  ", " ")
+
+
+def test_bad_files_are_reported_and_the_rest_is_indexed(sample_corpus, tmp_path, capsys):
+    (sample_corpus / "corrupt.pdf").write_bytes(b"%PDF-1.7\n" + os.urandom(2048))
+    (sample_corpus / "empty.md").write_bytes(b"")
+    (sample_corpus / "junk.bin").write_bytes(os.urandom(4096))
+    (sample_corpus / "garbage.txt").write_bytes(b"\x00\x01\x02" + os.urandom(512))
+
+    status = main(["ingest", str(sample_corpus), "--index", str(tmp_path / "index"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+
+    assert status == EXIT_PARTIAL
+    assert report["documents"] == 4
+    reasons = {Path(f["path"]).name: f["reason"] for f in report["failures"]}
+    assert set(reasons) == {"corrupt.pdf", "empty.md", "junk.bin", "garbage.txt"}
+    assert "corrupt" in reasons["corrupt.pdf"]
+    assert reasons["empty.md"] == "empty file"
+    assert "unsupported file type '.bin'" in reasons["junk.bin"]
+    assert "binary" in reasons["garbage.txt"]
+
+
+def test_incremental_ingest_reuses_unchanged_files_and_drops_deleted_ones(sample_corpus, tmp_path, embedder):
+    index = tmp_path / "index"
+    first = ingest(index, [sample_corpus], embedder=embedder)
+
+    (sample_corpus / "observing.md").write_text(MARKDOWN + "\n## Travel\n\nVisitors fly to Calama and take the bus.\n")
+    (sample_corpus / "helpdesk.txt").unlink()
+    (sample_corpus / "safety.md").write_text("# Safety\n\nOxygen is available at the high site.\n")
+    second = ingest(index, [sample_corpus], embedder=embedder)
+
+    assert second.version != first.version
+    assert (second.converted, second.reused, second.removed) == (2, 2, 1)
+    # Unchanged sections of the edited file keep their embeddings; only new text is embedded.
+    assert second.reused_embeddings >= 3
+    assert second.embedded_chunks <= 3
+    snapshot = open_live(index)
+    sources = {Path(f.path).name for f in snapshot.files}
+    assert sources == {"observing.md", "instruments.html", "pipeline.docx", "safety.md"}
+    assert Path(top(snapshot, embedder, "bus to Calama")[0].chunk.source).name == "observing.md"
+    assert all("helpdesk" not in c.source for c in snapshot.collections["handbook"].chunks)
+
+
+def test_an_unchanged_ingest_publishes_nothing(sample_corpus, tmp_path, embedder):
+    first = ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
+    again = ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
+    assert not again.published and again.version == first.version and again.reused == 4
+
+
+def test_folders_become_collections_and_searches_can_be_limited(sample_corpus, tmp_path, embedder):
+    other = tmp_path / "safety"
+    other.mkdir()
+    (other / "oxygen.md").write_text("# Safety\n\nOxygen bottles are kept at the high site for visitors.\n")
+    index = tmp_path / "index"
+    ingest(index, [sample_corpus], embedder=embedder)
+    ingest(index, [other], embedder=embedder)  # the first folder's documents are kept
+
+    snapshot = open_live(index)
+    assert set(snapshot.collections) == {"handbook", "safety"}
+    hits = top(snapshot, embedder, "oxygen at the high site", collections=("handbook",), k=5)
+    assert hits and all(h.chunk.collection == "handbook" for h in hits)
+    with pytest.raises(UnknownCollectionError, match="unknown collection 'nope'"):
+        top(snapshot, embedder, "oxygen", collections=("nope",))
+
+
+def test_a_reader_keeps_its_version_while_new_ones_go_live_and_old_ones_are_pruned(sample_corpus, tmp_path, embedder):
+    index = tmp_path / "index"
+    options = IngestOptions(keep_versions=1)
+    ingest(index, [sample_corpus], embedder=embedder, options=options)
+    settings = load_settings(index_dir=index)
+
+    async def scenario():
+        async with DocfinderService(settings, embedder=embedder) as service:
+            old = open_live(index)
+            (sample_corpus / "news.md").write_text("# News\n\nThe new correlator was commissioned in March.\n")
+            ingest(index, [sample_corpus], embedder=embedder, options=options)
+            (sample_corpus / "more.md").write_text("# More\n\nA second antenna transporter arrived.\n")
+            ingest(index, [sample_corpus], embedder=embedder, options=options)
+
+            assert not old.path.exists()  # pruned from disk ...
+            hits = top(old, embedder, "proposal deadline")  # ... yet the open reader still answers
+            assert Path(hits[0].chunk.source).name == "observing.md"
+
+            result = await service.search("correlator commissioned", k=1)
+            assert result.version == live_version_id(index) != old.version_id
+            assert Path(result.hits[0].chunk.source).name == "news.md"
+
+    asyncio.run(scenario())
+    versions = [p.name for p in (index / "versions").iterdir()]
+    assert versions == [live_version_id(index)]
+
+
+def test_cli_search_and_index_info_print_stable_json(sample_corpus, tmp_path, capsys):
+    index = str(tmp_path / "index")
+    assert main(["ingest", str(sample_corpus), "--index", index, "--collection", "Ops Manual"]) == 0
+    capsys.readouterr()
+
+    assert main(["search", "proposal deadline", "--index", index, "--k", "2", "--mode", "bm25", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["query"], result["mode"]) == ("proposal deadline", "bm25")
+    assert len(result["hits"]) == 2
+    hit = result["hits"][0]
+    assert {"chunk_id", "score", "text", "source", "pages", "heading_path", "collection"} <= set(hit)
+    assert hit["collection"] == "ops-manual" and hit["heading_path"][-1] == "Proposal preparation"
+
+    assert main(["index", "info", "--index", index, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["documents"] == 4 and info["chunks"] >= 4 and info["pages"] == 0
+    assert info["collections"] == {"ops-manual": {"documents": 4, "chunks": info["chunks"]}}
+    assert info["embedder"]["dimensions"] == 384
+
+
+def test_cli_reports_a_missing_index_clearly(tmp_path, capsys):
+    assert main(["search", "anything", "--index", str(tmp_path / "none")]) == 1
+    assert "no index at" in capsys.readouterr().err

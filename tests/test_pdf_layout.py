@@ -1,0 +1,84 @@
+"""Line, heading and table reconstruction from word cells, on hand-placed words."""
+
+from index_build.pdf_layout import Word, drop_running_headers, lines_to_blocks, words_to_lines
+
+
+def row(y: float, *cells: tuple[float, str], height: float = 8.0, bold: bool = False) -> list[Word]:
+    """Words on one baseline; each cell is (x, text), words of a cell placed 4 pt apart."""
+    words = []
+    for x, text in cells:
+        for token in text.split():
+            width = 5.0 * len(token)
+            words.append(Word(token, x, y, x + width, y + height, bold))
+            x += width + 2.0
+    return words
+
+
+def test_words_on_one_baseline_form_one_line_split_into_columns():
+    words = row(100, (50, "Total net sales"), (300, "81,797"), (380, "82,959"))
+    words += row(100.4, (260, "$"))  # a lone dollar sign slightly off the baseline
+    lines = words_to_lines(words, page=4)
+    assert len(lines) == 1
+    assert lines[0].segments == ["Total net sales", "$81,797", "82,959"]
+    assert lines[0].numeric_segments == 2
+
+
+def test_table_rows_stay_together_as_markdown_with_their_labels():
+    words = (
+        row(100, (50, "Revenue grew in the quarter because of strong demand in every region we serve."))
+        + row(120, (300, "Three Months Ended"), (420, "Nine Months Ended"))
+        + row(132, (50, "Net sales:"))
+        + row(144, (50, "Products"), (300, "60,584"), (380, "63,355"))
+        + row(156, (50, "Total net sales"), (300, "81,797"), (380, "82,959"))
+    )
+    blocks = lines_to_blocks(words_to_lines(words, page=4))
+    assert [b.kind for b in blocks] == ["text", "table"]
+    table = blocks[1].text.splitlines()
+    assert table[0] == "| Three Months Ended | Nine Months Ended |"
+    assert "| Net sales: |" in table
+    assert "| Total net sales | 81,797 | 82,959 |" in table
+    assert blocks[1].page == 4
+
+
+def test_bold_and_tall_lines_become_headings_with_levels_by_height():
+    body = "This paragraph is ordinary body text that runs across the page and ends here."
+    words = (
+        row(40, (50, "Annual Report"), height=16)
+        + row(70, (50, "Results of Operations"), bold=True)
+        + row(90, (50, body))
+        + row(102, (50, body))
+        + row(130, (50, "Liquidity"), bold=True)
+        + row(150, (50, body))
+    )
+    blocks = lines_to_blocks(words_to_lines(words, page=1))
+    headings = [(b.text, b.level) for b in blocks if b.kind == "heading"]
+    assert headings == [("Annual Report", 1), ("Results of Operations", 2), ("Liquidity", 2)]
+    paragraphs = [b.text for b in blocks if b.kind == "text"]
+    assert paragraphs[0] == f"{body} {body}"
+
+
+def test_numbers_and_long_sentences_are_not_headings():
+    words = (
+        row(40, (50, "2023"), bold=True)
+        + row(60, (50, "This bold line is a full sentence that goes on for a long while, so it is text."), bold=True)
+        + row(80, (50, "Plain body text of the right size."))
+    )
+    blocks = lines_to_blocks(words_to_lines(words, page=1))
+    assert all(b.kind != "heading" for b in blocks)
+
+
+def test_running_headers_repeated_at_the_page_edge_are_dropped():
+    pages = []
+    for number in range(1, 5):
+        words = row(10, (50, f"Example Corp | Form 10-Q | {number}")) + row(400, (50, f"Body of page {number}."))
+        pages.append(words_to_lines(words, page=number))
+    kept = drop_running_headers(pages, [792.0] * 4)
+    assert [[ln.text for ln in page] for page in kept] == [[f"Body of page {n}."] for n in range(1, 5)]
+
+
+def test_a_numbered_heading_set_apart_by_a_tab_stop_is_a_heading():
+    words = row(40, (50, "Item 2."), (120, "Management's Discussion and Analysis"), bold=True) + row(
+        60, (50, "Body text of ordinary size follows the heading here.")
+    )
+    blocks = lines_to_blocks(words_to_lines(words, page=1))
+    assert blocks[0].kind == "heading" and blocks[0].text == "Item 2. Management's Discussion and Analysis"
