@@ -16,7 +16,8 @@ from typing import Protocol
 
 import numpy as np
 
-from index_build.chunking import ChunkingOptions, chunk_document, embedding_text
+from index_build.chunking import ChunkingOptions, chunk_document
+from pipeline.types import passage_text
 from index_build.convert import DocumentConverter
 from index_build.layout import building_dir, new_version_id, prune_versions, publish, remove_stale_builds, writer_lock
 from index_build.snapshot import IndexSnapshot, open_live
@@ -277,7 +278,7 @@ def _embed_missing(
     progress.start("embeddings", len(missing))
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start : start + EMBED_BATCH]
-        texts = [embedding_text(d.chunks[i].title, d.chunks[i].heading_path, d.chunks[i].text) for d, i in batch]
+        texts = [passage_text(d.chunks[i].title, d.chunks[i].heading_path, d.chunks[i].text) for d, i in batch]
         for (document, i), vector in zip(batch, embedder.embed(texts)):
             document.embeddings[i] = vector
         progress.advance("embeddings", len(batch))

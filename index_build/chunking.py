@@ -14,10 +14,7 @@ from dataclasses import dataclass
 
 from index_build.document import Block, ParsedDocument
 from pipeline.protocols import Tokenizer
-from pipeline.types import Chunk
-
-HEADING_SEPARATOR = " > "
-
+from pipeline.types import Chunk, passage_text
 
 @dataclass(frozen=True, slots=True)
 class ChunkingOptions:
@@ -33,14 +30,6 @@ class _Unit:
     text: str
     page: int
     tokens: int
-
-
-def embedding_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
-    """The text that is embedded and BM25-indexed for a chunk: title, heading path, body."""
-    header = title
-    if heading_path:
-        header = f"{title}\n{HEADING_SEPARATOR.join(heading_path)}" if title else HEADING_SEPARATOR.join(heading_path)
-    return f"{header}\n{text}" if header else text
 
 
 def chunk_document(
@@ -60,7 +49,7 @@ def chunk_document(
     def flush() -> None:
         path = tuple(text for _, text in headings)
         for body, first, last in _pack_section(section, document.title, path, tokenizer, options):
-            full = embedding_text(document.title, path, body)
+            full = passage_text(document.title, path, body)
             chunks.append(
                 Chunk(
                     chunk_id=f"{doc_id}-{len(chunks):04d}",
@@ -97,7 +86,7 @@ def _pack_section(
 ) -> list[tuple[str, int, int]]:
     if not blocks:
         return []
-    header_tokens = tokenizer.count(embedding_text(title, path, ""))
+    header_tokens = tokenizer.count(passage_text(title, path, ""))
     budget = max(options.max_tokens - header_tokens, options.min_body_tokens)
     units: list[_Unit] = []
     for block in blocks:

@@ -6,7 +6,7 @@ disturbing a reader, and a reader never sees a mixture of two versions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,31 +15,51 @@ import numpy as np
 
 from index_build.layout import live_version_dir
 from index_build.version import COLLECTIONS, FileRecord, read_chunks, read_files, read_manifest, verify_checksums
-from pipeline.errors import IndexCorruptError, PermanentError
+from pipeline.errors import IndexCorruptError, InvalidRequestError
 from pipeline.types import Chunk
 
 
-class UnknownCollectionError(PermanentError):
+class UnknownCollectionError(InvalidRequestError):
     """A search named a collection the index does not have."""
 
 
 @dataclass(frozen=True, slots=True)
 class CollectionIndex:
-    """One collection's chunks, embeddings, BM25 index and vector index."""
+    """One collection's chunks, embeddings, BM25 indexes and vector index."""
 
     name: str
     chunks: tuple[Chunk, ...]
     embeddings: np.ndarray
     bm25: Any
+    bm25_fields: Any
     vectors: Any
+    rows: dict[str, int]
 
-    def bm25_top(self, terms: list[str], k: int) -> list[tuple[Chunk, float]]:
-        """The ``k`` best chunks for already-analysed query terms, with positive BM25 scores."""
-        ids = self.bm25.get_tokens_ids(terms)
-        if not ids or not self.chunks:
+    def bm25_scores(self, terms: Sequence[tuple[str, float]], field_weight: float = 0.0) -> np.ndarray:
+        """BM25 score of every chunk for weighted, already-analysed terms.
+
+        ``Σ_t w_t · bm25(t)`` over the combined title+heading+text index, plus ``field_weight``
+        times the same sum over the title+heading index.
+        """
+        scores = np.zeros(len(self.chunks), dtype=np.float32)
+        indexes = [(self.bm25, 1.0)] + ([(self.bm25_fields, field_weight)] if field_weight else [])
+        by_weight: dict[float, list[str]] = {}
+        for term, weight in terms:
+            by_weight.setdefault(weight, []).append(term)
+        for index, index_weight in indexes:
+            for weight, group in by_weight.items():
+                ids = index.get_tokens_ids(group)
+                if ids:
+                    scores += (index_weight * weight) * index.get_scores_from_ids(ids)
+        return scores
+
+    def bm25_top(
+        self, terms: Sequence[tuple[str, float]], k: int, field_weight: float = 0.0
+    ) -> list[tuple[Chunk, float]]:
+        """The ``k`` best chunks with a positive BM25 score."""
+        if not terms or not self.chunks:
             return []
-        scores = self.bm25.get_scores_from_ids(ids)
-        return _top_k(self.chunks, scores, k)
+        return _top_k(self.chunks, self.bm25_scores(terms, field_weight), k)
 
     def dense_top(self, vector: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
         """The ``k`` nearest chunks by cosine similarity (HNSW search)."""
@@ -78,15 +98,26 @@ class IndexSnapshot:
             chosen.append(self.collections[name])
         return chosen
 
-    def bm25_top(self, terms: list[str], k: int, collections: Iterable[str] | None = None):
+    def bm25_top(
+        self,
+        terms: Sequence[tuple[str, float]],
+        k: int,
+        collections: Iterable[str] | None = None,
+        field_weight: float = 0.0,
+    ) -> list[tuple[Chunk, float]]:
         """BM25 candidates from each chosen collection, merged by score."""
-        hits = [h for c in self.select(collections) for h in c.bm25_top(terms, k)]
+        hits = [h for c in self.select(collections) for h in c.bm25_top(terms, k, field_weight)]
         return sorted(hits, key=lambda h: -h[1])[:k]
 
     def dense_top(self, vector: np.ndarray, k: int, collections: Iterable[str] | None = None):
         """Dense candidates from each chosen collection, merged by cosine similarity."""
         hits = [h for c in self.select(collections) for h in c.dense_top(vector, k)]
         return sorted(hits, key=lambda h: -h[1])[:k]
+
+    def embedding(self, chunk: Chunk) -> np.ndarray:
+        """The stored embedding of ``chunk`` (for MMR and other diversity-aware selection)."""
+        collection = self.collections[chunk.collection]
+        return collection.embeddings[collection.rows[chunk.chunk_id]]
 
 
 def open_live(index_dir: Path, *, verify: bool = True) -> IndexSnapshot:
@@ -108,12 +139,15 @@ def open_version(version_dir: Path, *, verify: bool = True) -> IndexSnapshot:
         vectors = Index.restore(str(directory / "vectors.usearch"), view=False)
         if vectors is None:
             raise IndexCorruptError(f"{directory / 'vectors.usearch'} is not a usearch index")
+        chunks = tuple(read_chunks(directory))
         collections[name] = CollectionIndex(
             name=name,
-            chunks=tuple(read_chunks(directory)),
+            chunks=chunks,
             embeddings=np.load(directory / "embeddings.npy"),
             bm25=bm25s.BM25.load(str(directory / "bm25"), mmap=False, show_progress=False),
+            bm25_fields=bm25s.BM25.load(str(directory / "bm25_fields"), mmap=False, show_progress=False),
             vectors=vectors,
+            rows={c.chunk_id: i for i, c in enumerate(chunks)},
         )
     return IndexSnapshot(
         version_id=manifest["version"],

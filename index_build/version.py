@@ -19,10 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from index_build.chunking import embedding_text
 from pipeline.errors import IndexCorruptError
 from pipeline.text import analyze_many
-from pipeline.types import Chunk
+from pipeline.types import Chunk, passage_text
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -75,11 +74,17 @@ def write_collection(directory: Path, data: CollectionData, bm25: Bm25Params) ->
     embeddings = data.embeddings if data.embeddings is not None else np.zeros((0, 0), np.float32)
     np.save(directory / "embeddings.npy", embeddings.astype(np.float32, copy=False))
 
-    retriever = bm25s.BM25(k1=bm25.k1, b=bm25.b, method=bm25.method)
-    corpus = analyze_many([embedding_text(c.title, c.heading_path, c.text) for c in data.chunks])
-    # bm25s cannot index an empty document list; an empty token keeps a row for each chunk.
-    retriever.index([terms or [""] for terms in corpus], show_progress=False)
-    retriever.save(str(directory / "bm25"))
+    # "bm25" indexes title, heading path and text together; "bm25_fields" the title and heading
+    # path alone, so a query can weight matches there against the body (multi-field BM25).
+    fields = {
+        "bm25": [passage_text(c.title, c.heading_path, c.text) for c in data.chunks],
+        "bm25_fields": [passage_text(c.title, c.heading_path, "") for c in data.chunks],
+    }
+    for name, texts in fields.items():
+        retriever = bm25s.BM25(k1=bm25.k1, b=bm25.b, method=bm25.method)
+        # bm25s drops documents without tokens; an empty token keeps one row per chunk.
+        retriever.index([terms or [""] for terms in analyze_many(texts)], show_progress=False)
+        retriever.save(str(directory / name))
 
     vectors = Index(ndim=embeddings.shape[1], metric="cos", dtype=ScalarKind.F32)
     vectors.add(np.arange(len(data.chunks), dtype=np.uint64), embeddings)

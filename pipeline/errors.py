@@ -28,6 +28,10 @@ class ConfigurationError(PermanentError):
     """Settings, model folders or other configuration are missing or invalid."""
 
 
+class InvalidRequestError(PermanentError):
+    """A request names something that does not exist or breaks a limit (mode, domain, size)."""
+
+
 class DocumentError(PermanentError):
     """One input document could not be read: corrupt, encrypted, empty or unsupported."""
 

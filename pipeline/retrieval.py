@@ -1,21 +1,30 @@
-"""Search one index snapshot: BM25, dense, or both fused.
+"""Hybrid retrieval: BM25 and dense branches, MMR, optional rerank, fusion, threshold and cap.
 
-The index and the embedder come in through small protocols, so this module stays free of
-I/O and heavy imports; the service runs it off the event loop.
+For each query variant: the BM25 branch scores glossary-expanded, field-weighted terms; the
+dense branch takes the nearest chunks and, with ``mmr_lambda < 1``, picks a diverse subset
+by MMR; a cross-encoder, when configured, rescores the union of both; the branches are
+fused (see :mod:`pipeline.fusion`) with per-collection boosts. Variants are merged by
+chunk keeping the best score; a minimum score and a cap finish the list. Every stage
+records what it did, and how long it took, in the trace.
+
+The index, the embedder and the reranker come in through small protocols: this module does
+no I/O and loads nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from pipeline.fusion import reciprocal_rank_fusion
+from pipeline.expansion import Glossary, expand
+from pipeline.fusion import BranchHit, FusionMethod, fuse, merge_variants, threshold_and_cap
+from pipeline.mmr import mmr_select
 from pipeline.protocols import Embedder
-from pipeline.text import analyze
-from pipeline.types import Chunk, SearchHit
+from pipeline.types import Chunk, SearchHit, passage_text
 
 SearchMode = Literal["bm25", "dense", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
@@ -25,47 +34,212 @@ class SearchableIndex(Protocol):
     """What retrieval needs from a loaded index version."""
 
     def bm25_top(
-        self, terms: list[str], k: int, collections: Sequence[str] | None = None
+        self,
+        terms: Sequence[tuple[str, float]],
+        k: int,
+        collections: Sequence[str] | None = None,
+        field_weight: float = 0.0,
     ) -> list[tuple[Chunk, float]]: ...
 
     def dense_top(
         self, vector: np.ndarray, k: int, collections: Sequence[str] | None = None
     ) -> list[tuple[Chunk, float]]: ...
 
+    def embedding(self, chunk: Chunk) -> np.ndarray: ...
+
+
+class Reranker(Protocol):
+    """Scores (query, passage) pairs jointly; higher is more relevant."""
+
+    name: str
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    """Every retrieval knob; the service builds one from the settings."""
+
+    candidates: int = 16
+    mmr_lambda: float = 1.0
+    mmr_pool: int = 3
+    fusion: FusionMethod = "convex"
+    alpha: float = 0.7
+    dense_weight: float = 0.5
+    rrf_k: int = 60
+    min_score: float = float("-inf")
+    cap: int = 8
+    field_weight: float = 0.0
+    synonym_weight: float = 0.5
+    related_weight: float = 0.25
+
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
-    """A query and how to run it. ``candidates`` is the per-branch depth before fusion."""
+    """What to find. The first query is the user's; the rest are variants (rephrasings)."""
 
-    query: str
-    k: int = 10
+    queries: tuple[str, ...]
     mode: SearchMode = "hybrid"
-    candidates: int = 16
     collections: tuple[str, ...] | None = None
+    boosts: Mapping[str, float] | None = None
+    k: int | None = None
+
+    @classmethod
+    def of(cls, query: str, **kwargs: Any) -> SearchRequest:
+        return cls(queries=(query,), **kwargs)
 
 
-def search(index: SearchableIndex, embedder: Embedder, request: SearchRequest) -> list[SearchHit]:
-    """Run ``request`` against ``index``; hits best first, at most ``request.k``."""
-    depth = max(request.k, request.candidates)
+@dataclass(frozen=True, slots=True)
+class RetrievalResult:
+    """The final hits, best first, and the trace of every stage."""
+
+    hits: list[SearchHit]
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Tracer:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self, step: str, started: float, **details: Any) -> None:
+        self.steps.append({"step": step, "ms": round((time.perf_counter() - started) * 1000, 3), **details})
+
+
+def retrieve(
+    index: SearchableIndex,
+    embedder: Embedder,
+    request: SearchRequest,
+    config: RetrievalConfig = RetrievalConfig(),
+    *,
+    reranker: Reranker | None = None,
+    glossary: Glossary | None = None,
+) -> RetrievalResult:
+    """Run ``request`` against ``index``; see the module docstring for the stages."""
+    tracer = _Tracer()
+    chunks: dict[str, Chunk] = {}
+    branch_scores: dict[str, dict[str, float]] = {}
+    rankings = []
+    for query in request.queries:
+        bm25, dense = _branches(index, embedder, query, request, config, glossary, tracer)
+        for name, hits in (("bm25", bm25), ("dense", dense)):
+            for chunk, score in hits:
+                chunks[chunk.chunk_id] = chunk
+                scores = branch_scores.setdefault(chunk.chunk_id, {})
+                scores[name] = max(score, scores.get(name, float("-inf")))
+        rankings.append(_rank(query, bm25, dense, request, config, reranker, tracer, branch_scores))
+
+    started = time.perf_counter()
+    merged = merge_variants(rankings)
+    cap = request.k or config.cap
+    kept = threshold_and_cap(merged, config.min_score, cap)
+    tracer.record(
+        "select",
+        started,
+        variants=len(rankings),
+        min_score=config.min_score if np.isfinite(config.min_score) else None,
+        cap=cap,
+        kept=[[key, round(score, 6)] for key, score in kept],
+    )
+    hits = [SearchHit(chunks[key], score, branch_scores[key]) for key, score in kept]
+    return RetrievalResult(hits, tracer.steps)
+
+
+def _branches(
+    index: SearchableIndex,
+    embedder: Embedder,
+    query: str,
+    request: SearchRequest,
+    config: RetrievalConfig,
+    glossary: Glossary | None,
+    tracer: _Tracer,
+) -> tuple[list[tuple[Chunk, float]], list[tuple[Chunk, float]]]:
+    depth = max(config.candidates, request.k or 0)
     bm25: list[tuple[Chunk, float]] = []
     dense: list[tuple[Chunk, float]] = []
     if request.mode in ("bm25", "hybrid"):
-        bm25 = index.bm25_top(analyze(request.query), depth, request.collections)
+        started = time.perf_counter()
+        expansion = expand(query, glossary, config.synonym_weight, config.related_weight)
+        bm25 = index.bm25_top(expansion.terms, depth, request.collections, config.field_weight)
+        tracer.record(
+            "bm25",
+            started,
+            query=query,
+            expansion=list(expansion.added),
+            field_weight=config.field_weight,
+            candidates=_brief(bm25),
+        )
     if request.mode in ("dense", "hybrid"):
-        dense = index.dense_top(embedder.embed_query(request.query), depth, request.collections)
-    if request.mode == "bm25":
-        return [SearchHit(c, s, {"bm25": s}) for c, s in bm25[: request.k]]
-    if request.mode == "dense":
-        return [SearchHit(c, s, {"dense": s}) for c, s in dense[: request.k]]
-    return _fuse_rrf(bm25, dense, request.k)
+        started = time.perf_counter()
+        vector = embedder.embed_query(query)
+        tracer.record("encode_query", started, query=query)
+        started = time.perf_counter()
+        diverse = config.mmr_lambda < 1.0
+        pool = index.dense_top(vector, depth * config.mmr_pool if diverse else depth, request.collections)
+        if diverse and pool:
+            vectors = np.vstack([index.embedding(chunk) for chunk, _ in pool])
+            dense = [pool[i] for i in mmr_select(vector, vectors, depth, config.mmr_lambda)]
+        else:
+            dense = pool
+        tracer.record("dense", started, query=query, mmr_lambda=config.mmr_lambda, candidates=_brief(dense))
+    return bm25, dense
 
 
-def _fuse_rrf(bm25: list[tuple[Chunk, float]], dense: list[tuple[Chunk, float]], k: int) -> list[SearchHit]:
-    chunks = {c.chunk_id: c for c, _ in bm25 + dense}
-    branch: dict[str, dict[str, float]] = {cid: {} for cid in chunks}
-    for c, s in bm25:
-        branch[c.chunk_id]["bm25"] = s
-    for c, s in dense:
-        branch[c.chunk_id]["dense"] = s
-    fused = reciprocal_rank_fusion([[c.chunk_id for c, _ in bm25], [c.chunk_id for c, _ in dense]])
-    return [SearchHit(chunks[cid], score, branch[cid]) for cid, score in fused[:k]]
+def _rank(
+    query: str,
+    bm25: list[tuple[Chunk, float]],
+    dense: list[tuple[Chunk, float]],
+    request: SearchRequest,
+    config: RetrievalConfig,
+    reranker: Reranker | None,
+    tracer: _Tracer,
+    branch_scores: dict[str, dict[str, float]],
+) -> list[tuple[str, float]]:
+    bm25_hits = [BranchHit(c.chunk_id, s, r) for r, (c, s) in enumerate(bm25)]
+    dense_hits = [BranchHit(c.chunk_id, s, r) for r, (c, s) in enumerate(dense)]
+    started = time.perf_counter()
+    if reranker is None:
+        tracer.record("rerank", started, reranker=None, note="no reranker configured: branch scores used")
+    else:
+        union = {c.chunk_id: c for c, _ in [*bm25, *dense]}
+        # Each chunk is scored as the embedder saw it: title and heading path give context.
+        passages = [passage_text(c.title, c.heading_path, c.text) for c in union.values()]
+        rescored = dict(zip(union, reranker.score(query, passages)))
+        for key, value in rescored.items():
+            branch_scores[key]["rerank"] = value
+        bm25_hits = [BranchHit(h.key, rescored[h.key], h.rank) for h in bm25_hits]
+        dense_hits = [BranchHit(h.key, rescored[h.key], h.rank) for h in dense_hits]
+        tracer.record("rerank", started, reranker=reranker.name, scored=len(union))
+
+    started = time.perf_counter()
+    if request.mode == "bm25" or request.mode == "dense":
+        hits = bm25_hits if request.mode == "bm25" else dense_hits
+        ranking = sorted(((h.key, h.score) for h in hits), key=lambda item: -item[1])
+        tracer.record("fuse", started, method=None, mode=request.mode)
+        return ranking
+    collection_of = {c.chunk_id: c.collection for c, _ in [*bm25, *dense]}
+    boosts = (
+        {key: request.boosts.get(collection, 1.0) for key, collection in collection_of.items()}
+        if request.boosts
+        else None
+    )
+    ranking = fuse(
+        config.fusion,
+        bm25_hits,
+        dense_hits,
+        boosts=boosts,
+        alpha=config.alpha,
+        dense_weight=config.dense_weight,
+        rrf_k=config.rrf_k,
+    )
+    tracer.record(
+        "fuse",
+        started,
+        method=config.fusion,
+        boosts=dict(request.boosts) if request.boosts else None,
+        top=[[k, round(s, 6)] for k, s in ranking[:10]],
+    )
+    return ranking
+
+
+def _brief(hits: list[tuple[Chunk, float]]) -> list[list[Any]]:
+    return [[c.chunk_id, round(s, 6)] for c, s in hits]

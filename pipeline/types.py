@@ -35,17 +35,18 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
-    """A chunk found by one retrieval branch: its position in the collection-wide table and score."""
-
-    row: int
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
 class SearchHit:
     """A chunk in the final ranking, with the score that placed it and each branch's score."""
 
     chunk: Chunk
     score: float
     branch_scores: dict[str, float] = field(default_factory=dict)
+
+
+HEADING_SEPARATOR = " > "
+
+
+def passage_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
+    """A chunk as models see it (embedded, BM25-indexed, reranked): title, heading path, body."""
+    header = "\n".join(part for part in (title, HEADING_SEPARATOR.join(heading_path)) if part)
+    return f"{header}\n{text}" if header else text

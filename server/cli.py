@@ -19,7 +19,14 @@ from rich.markup import escape
 
 from pipeline.errors import ConfigurationError, DocfinderError
 from pipeline.retrieval import SEARCH_MODES
-from server.cli_output import RichIngestProgress, hit_to_json, print_hits, print_index_info, print_ingest_report
+from server.cli_output import (
+    RichIngestProgress,
+    hit_to_json,
+    print_hits,
+    print_index_info,
+    print_ingest_report,
+    print_trace,
+)
 from server.settings import Settings, load_settings
 
 EXIT_ERROR = 1
@@ -47,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--k", type=int, help="number of passages (default: setting search_k)")
     search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
     search.add_argument("--collection", action="append", dest="collections", help="limit to a collection (repeatable)")
+    search.add_argument("--domain", help="question domain whose collection boosts apply (setting: domains)")
     search.add_argument("--json", action="store_true", help="print hits as JSON")
+    search.add_argument("--trace", action="store_true", help="show what each retrieval stage did")
 
     index = commands.add_parser("index", help="inspect the index").add_subparsers(dest="index_command", required=True)
     info = index.add_parser("info", help="the live version: models, documents, pages, chunks")
@@ -109,7 +118,9 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     from server.service import DocfinderService
 
     async with DocfinderService(settings) as service:
-        result = await service.search(args.query, k=args.k, mode=args.mode, collections=args.collections)
+        result = await service.search(
+            args.query, k=args.k or settings.search_k, mode=args.mode, collections=args.collections, domain=args.domain
+        )
     if args.json:
         payload: dict[str, Any] = {
             "query": result.query,
@@ -117,9 +128,13 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
             "version": result.version,
             "hits": [hit_to_json(h) for h in result.hits],
         }
+        if args.trace:
+            payload["trace"] = result.trace
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         print_hits(Console(), result)
+        if args.trace:
+            print_trace(Console(), result.trace)
     return 0
 
 

@@ -98,3 +98,12 @@ def print_index_info(console: Console, info: dict[str, Any]) -> None:
     for name, counts in info["collections"].items():
         table.add_row(name, str(counts["documents"]), str(counts["chunks"]))
     console.print(table)
+
+
+def print_trace(console: Console, trace: list[dict[str, Any]]) -> None:
+    """One line per retrieval stage: its name, time and the details that matter most."""
+    console.print("[bold]trace[/]")
+    for step in trace:
+        details = {k: v for k, v in step.items() if k not in ("step", "ms", "candidates", "top", "kept")}
+        counts = {k: len(step[k]) for k in ("candidates", "top", "kept") if k in step}
+        console.print(f"  {step['step']:<13} {step['ms']:>8.2f} ms  {escape(str({**details, **counts}))}")

@@ -3,10 +3,48 @@
 from __future__ import annotations
 
 from index_build.embedding import SentenceTransformerEmbedder, default_embedder_path
+from pipeline.expansion import Glossary, load_glossary
 from pipeline.protocols import Embedder
+from pipeline.retrieval import Reranker, RetrievalConfig
 from server.settings import Settings
 
 
 def make_embedder(settings: Settings) -> Embedder:
     """The configured sentence-transformers embedder (the packaged MiniLM by default)."""
     return SentenceTransformerEmbedder(settings.embedder_path or default_embedder_path())
+
+
+def make_reranker(settings: Settings) -> Reranker | None:
+    """The configured cross-encoder, or None when no reranker folder is set."""
+    if settings.reranker_path is None:
+        return None
+    from server.reranker import CrossEncoderReranker
+
+    return CrossEncoderReranker(settings.reranker_path)
+
+
+def make_glossary(settings: Settings) -> Glossary | None:
+    """The query-expansion glossary, or None when none is configured."""
+    return load_glossary(settings.glossary_path) if settings.glossary_path else None
+
+
+def retrieval_config(settings: Settings, *, reranking: bool) -> RetrievalConfig:
+    """Retrieval parameters from the settings; ``auto`` fusion depends on whether a reranker runs."""
+    fusion = settings.fusion
+    if fusion == "auto":
+        # Measured on SciFact: the reference formula needs reranker scores on both branches;
+        # without them convex fusion of min-max-normalised scores is best.
+        fusion = "reference" if reranking else "convex"
+    return RetrievalConfig(
+        candidates=settings.search_candidates,
+        mmr_lambda=settings.mmr_lambda,
+        fusion=fusion,
+        alpha=settings.fusion_alpha,
+        dense_weight=settings.convex_dense_weight,
+        rrf_k=settings.rrf_k,
+        min_score=settings.min_score if settings.min_score is not None else float("-inf"),
+        cap=settings.max_passages,
+        field_weight=settings.bm25_field_weight,
+        synonym_weight=settings.expansion_synonym_weight,
+        related_weight=settings.expansion_related_weight,
+    )

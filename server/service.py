@@ -19,29 +19,39 @@ from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.version import Bm25Params
+from pipeline.errors import InvalidRequestError
 from pipeline.protocols import Embedder
-from pipeline.retrieval import SearchRequest, search
+from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import SearchHit
-from server.factories import make_embedder
+from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
 from server.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """Hits for one query, and the index version that produced them."""
+    """Hits for one query, the index version that produced them, and the retrieval trace."""
 
     query: str
     mode: str
     version: str
     hits: list[SearchHit]
+    trace: list[dict[str, Any]]
 
 
 class DocfinderService:
     """Search and ingest over one index directory. Use as ``async with DocfinderService(...)``."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
         self.settings = settings
         self._embedder = embedder
+        self.reranker = reranker if reranker is not None else make_reranker(settings)
+        self.glossary = make_glossary(settings)
+        self.retrieval = retrieval_config(settings, reranking=self.reranker is not None)
         self._snapshot: IndexSnapshot | None = None
         self._reload_lock = threading.Lock()
 
@@ -76,23 +86,40 @@ class DocfinderService:
         k: int | None = None,
         mode: str = "hybrid",
         collections: list[str] | None = None,
+        domain: str | None = None,
+        variants: list[str] | None = None,
     ) -> SearchResult:
-        """Rank passages for ``query``; every hit comes from one and the same index version."""
+        """Rank passages for ``query`` (and its ``variants``); all hits come from one index version.
+
+        ``domain`` picks the per-collection boosts configured for that question domain.
+        """
+        if mode not in SEARCH_MODES:
+            raise InvalidRequestError(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
         request = SearchRequest(
-            query=query,
-            k=k or self.settings.search_k,
+            queries=(query, *(variants or [])),
             mode=mode,  # type: ignore[arg-type]
-            candidates=self.settings.search_candidates,
             collections=tuple(collections) if collections else None,
+            boosts=self._boosts(domain),
+            k=k,
         )
 
         def run() -> SearchResult:
             snapshot = self._current_snapshot()
-            hits = search(snapshot, self.embedder, request)
-            return SearchResult(query=query, mode=mode, version=snapshot.version_id, hits=hits)
+            result = retrieve(
+                snapshot, self.embedder, request, self.retrieval, reranker=self.reranker, glossary=self.glossary
+            )
+            return SearchResult(query, mode, snapshot.version_id, result.hits, result.trace)
 
-        # Query encoding and BM25 scoring are CPU-bound: keep them off the event loop.
+        # Query encoding, BM25 scoring and reranking are CPU-bound: keep them off the event loop.
         return await asyncio.to_thread(run)
+
+    def _boosts(self, domain: str | None) -> dict[str, float] | None:
+        if domain is None:
+            return None
+        if domain not in self.settings.domains:
+            known = ", ".join(sorted(self.settings.domains)) or "none configured"
+            raise InvalidRequestError(f"unknown domain {domain!r} (known: {known})")
+        return self.settings.domains[domain]
 
     async def index_info(self) -> dict[str, Any]:
         """The live version's manifest summary: version, models, counts."""

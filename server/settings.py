@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
@@ -56,8 +56,34 @@ class Settings(BaseSettings):
     keep_versions: int = Field(3, ge=1, le=100, description="Index versions kept on disk, the live one included.")
     bm25_k1: float = Field(1.5, gt=0, description="BM25 term-frequency saturation.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 length normalisation.")
-    search_k: int = Field(10, ge=1, le=1000, description="Passages returned by a search.")
+    search_k: int = Field(10, ge=1, le=1000, description="Passages returned by `docfinder search`.")
     search_candidates: int = Field(16, ge=1, le=1000, description="Candidates per branch before fusion.")
+    max_passages: int = Field(8, ge=1, le=1000, description="Cap on passages a retrieval keeps (the agent's context).")
+    min_score: float | None = Field(None, description="Drop fused results scoring below this; unset keeps all.")
+    fusion: Literal["auto", "reference", "rrf", "convex"] = Field(
+        "auto",
+        description="Branch fusion; auto = the reference formula with a reranker, else convex (best measured).",
+    )
+    fusion_alpha: float = Field(0.7, ge=0, le=1, description="α of the reference fusion formula.")
+    convex_dense_weight: float = Field(
+        0.5, ge=0, le=1, description="Weight on the dense branch in convex fusion (tuned on SciFact train)."
+    )
+    rrf_k: int = Field(60, ge=1, description="k of reciprocal rank fusion.")
+    mmr_lambda: float = Field(
+        1.0, ge=0, le=1, description="MMR trade-off on the dense branch; 1 = plain similarity order."
+    )
+    bm25_field_weight: float = Field(
+        0.0, ge=0, description="Extra weight of title/heading matches over body matches in BM25."
+    )
+    glossary_path: Path | None = Field(None, description="YAML/JSON glossary (SKOS-like) for query expansion.")
+    expansion_synonym_weight: float = Field(0.5, ge=0, le=1, description="BM25 weight of a concept's other labels.")
+    expansion_related_weight: float = Field(0.25, ge=0, le=1, description="BM25 weight of broader/narrower terms.")
+    reranker_path: Path | None = Field(
+        None, description="Local cross-encoder folder (e.g. bge-reranker-base); unset = no rerank."
+    )
+    domains: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="Question domain → collection weights (w_coll) for retrieval."
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:

@@ -1,6 +1,7 @@
 """Heading-aware chunking: boundaries, token budget, overlap, tables kept whole by rows."""
 
-from index_build.chunking import ChunkingOptions, chunk_document, embedding_text
+from index_build.chunking import ChunkingOptions, chunk_document
+from pipeline.types import passage_text
 from index_build.document import Block, ParsedDocument
 from tests.fakes import WhitespaceTokenizer
 
@@ -41,7 +42,7 @@ def test_every_chunk_fits_the_budget_including_title_and_heading_path():
     blocks = [Block("heading", "Long section", 1, 1)] + [Block("text", words(12, 12 * i), 1 + i // 3) for i in range(9)]
     chunks = chunk(blocks, max_tokens=41)
     for c in chunks:
-        assert TOKENS.count(embedding_text(c.title, c.heading_path, c.text)) <= 41
+        assert TOKENS.count(passage_text(c.title, c.heading_path, c.text)) <= 41
     # The header "Guide / Long section" takes 3 tokens: 38 left, three 12-word paragraphs and two
     # separators fit (38), a fourth does not.
     assert len(chunks) == 3

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from index_build.layout import BUILDING_PREFIX, VERSIONS, live_version_id
 from index_build.snapshot import open_live
-from pipeline.retrieval import SearchRequest, search
+from pipeline.retrieval import SearchRequest, retrieve
 from tests.conftest import REPO
 
 PARAGRAPH = (
@@ -56,7 +56,7 @@ def kill_when(process: subprocess.Popen, ready, timeout: float = 120.0) -> bool:
 def assert_previous_version_serves(index: Path, version: str, embedder) -> None:
     assert live_version_id(index) == version
     snapshot = open_live(index)  # verifies every checksum
-    hits = search(snapshot, embedder, SearchRequest(query="proposal deadline", k=1))
+    hits = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline", k=1)).hits
     assert Path(hits[0].chunk.source).name == "observing.md"
 
 
@@ -96,5 +96,5 @@ def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp
     assert live_version_id(index) != version
     assert not [p for p in building.iterdir() if p.name.startswith(BUILDING_PREFIX)]
     snapshot = open_live(index)
-    hits = search(snapshot, embedder, SearchRequest(query="servicing antenna 17 cryostat", k=3, mode="bm25"))
+    hits = retrieve(snapshot, embedder, SearchRequest.of("servicing antenna 17 cryostat", k=3, mode="bm25")).hits
     assert any("antenna-017" in h.chunk.source for h in hits)

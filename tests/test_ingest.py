@@ -12,7 +12,7 @@ import pytest
 from index_build.builder import IngestOptions, ingest
 from index_build.layout import live_version_id
 from index_build.snapshot import UnknownCollectionError, open_live
-from pipeline.retrieval import SearchRequest, search
+from pipeline.retrieval import SearchRequest, retrieve
 from server.cli import EXIT_PARTIAL, main
 from server.service import DocfinderService
 from server.settings import load_settings
@@ -20,7 +20,7 @@ from tests.samples import MARKDOWN
 
 
 def top(snapshot, embedder, query, mode="hybrid", k=3, collections=None):
-    return search(snapshot, embedder, SearchRequest(query=query, k=k, mode=mode, collections=collections))
+    return retrieve(snapshot, embedder, SearchRequest.of(query, k=k, mode=mode, collections=collections)).hits
 
 
 def test_every_format_is_indexed_and_found_with_its_heading_path(sample_corpus, tmp_path, embedder):

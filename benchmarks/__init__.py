@@ -1,0 +1,1 @@
+"""Benchmarks: speed and quality figures as JSON (`make bench`), never timed test assertions."""
