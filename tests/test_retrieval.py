@@ -1,0 +1,169 @@
+"""The retrieval pipeline over a real small index: modes, trace, boosts, variants, rerank."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from index_build.builder import ingest
+from index_build.snapshot import open_live
+from pipeline.errors import ConfigurationError, InvalidRequestError
+from pipeline.expansion import Concept, Glossary
+from pipeline.retrieval import RetrievalConfig, SearchRequest, retrieve
+from server.reranker import CrossEncoderReranker
+from server.service import DocfinderService
+from server.settings import load_settings
+from tests.samples import write_sample_corpus
+from tests.tiny_models import build_tiny_cross_encoder
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory, embedder) -> Path:
+    root = tmp_path_factory.mktemp("retrieval")
+    ingest(root / "index", [write_sample_corpus(root / "handbook")], embedder=embedder)
+    ops = root / "ops"
+    ops.mkdir()
+    (ops / "deadlines.md").write_text("# Deadlines\n\nThe proposal deadline for engineering time is 1 March.\n")
+    ingest(root / "index", [ops], embedder=embedder)
+    return root / "index"
+
+
+@pytest.fixture(scope="module")
+def tiny_reranker(tmp_path_factory) -> CrossEncoderReranker:
+    return CrossEncoderReranker(build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-ce")))
+
+
+def steps(result):
+    return [s["step"] for s in result.trace]
+
+
+def test_hybrid_trace_names_every_stage_and_says_when_no_reranker_runs(index_dir, embedder):
+    result = retrieve(open_live(index_dir), embedder, SearchRequest.of("proposal deadline"))
+    assert steps(result) == ["bm25", "encode_query", "dense", "rerank", "fuse", "select"]
+    rerank = result.trace[3]
+    assert rerank["reranker"] is None and "branch scores" in rerank["note"]
+    assert result.trace[4]["method"] == "convex"
+    assert all(s["ms"] >= 0 for s in result.trace)
+    assert {"bm25", "dense"} <= set(result.hits[0].branch_scores)
+
+
+def test_cap_and_minimum_score(index_dir, embedder):
+    snapshot = open_live(index_dir)
+    capped = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(cap=2))
+    assert len(capped.hits) == 2
+    strict = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(min_score=0.6))
+    assert strict.hits and all(h.score >= 0.6 for h in strict.hits)
+
+
+def test_collection_boosts_reorder_results(index_dir, embedder):
+    snapshot = open_live(index_dir)
+    request = SearchRequest.of("proposal deadline", k=2)
+    for favoured in ("handbook", "ops"):
+        boosted = SearchRequest.of("proposal deadline", k=2, boosts={favoured: 3.0})
+        for fusion in ("convex", "rrf", "reference"):
+            hits = retrieve(snapshot, embedder, boosted, RetrievalConfig(fusion=fusion)).hits
+            assert hits[0].chunk.collection == favoured, (favoured, fusion)
+    assert retrieve(snapshot, embedder, request).hits
+
+
+def test_variants_are_each_retrieved_and_merged(index_dir, embedder):
+    snapshot = open_live(index_dir)
+    request = SearchRequest(queries=("cryostat warm up", "helpdesk opening hours"), k=10)
+    result = retrieve(snapshot, embedder, request)
+    sources = {Path(h.chunk.source).name for h in result.hits[:4]}
+    assert {"instruments.html", "helpdesk.txt"} <= sources
+    assert result.trace[-1]["variants"] == 2
+    assert len({h.chunk.chunk_id for h in result.hits}) == len(result.hits)
+
+
+def test_mmr_on_the_dense_branch_is_traced(index_dir, embedder):
+    result = retrieve(open_live(index_dir), embedder, SearchRequest.of("deadline"), RetrievalConfig(mmr_lambda=0.5))
+    dense = next(s for s in result.trace if s["step"] == "dense")
+    assert dense["mmr_lambda"] == 0.5 and dense["candidates"]
+
+
+def test_glossary_expansion_reaches_bm25_and_the_trace(index_dir, embedder):
+    glossary = Glossary.of([Concept("Observing Tool", acronyms=("OT",))])
+    result = retrieve(open_live(index_dir), embedder, SearchRequest.of("OT", mode="bm25"), glossary=glossary)
+    assert result.trace[0]["expansion"][0]["concept"] == "Observing Tool"
+    assert Path(result.hits[0].chunk.source).name == "observing.md"
+    plain = retrieve(open_live(index_dir), embedder, SearchRequest.of("OT", mode="bm25"))
+    assert plain.hits == []
+
+
+def test_field_weight_favours_heading_matches(index_dir, embedder):
+    snapshot = open_live(index_dir)
+    terms = [("imag", 1.0)]
+    plain = snapshot.bm25_top(terms, 5)
+    weighted = snapshot.bm25_top(terms, 5, field_weight=2.0)
+    assert weighted[0][0].heading_path[-1] == "Imaging"
+    assert weighted[0][1] > plain[0][1]
+
+
+def test_tiny_cross_encoder_loads_and_scores_deterministically(tiny_reranker):
+    passages = ["the proposal deadline", "cryostat maintenance", "helpdesk hours"]
+    first = tiny_reranker.score("when is the proposal deadline", passages)
+    assert len(first) == 3 and all(isinstance(s, float) for s in first)
+    assert first == tiny_reranker.score("when is the proposal deadline", passages)
+    assert tiny_reranker.score("anything", []) == []
+
+    # The same numbers straight from transformers: sigmoid of the pair's logit.
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_reranker.model_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_reranker.model_dir).eval()
+    batch = tokenizer(["when is the proposal deadline"] * 3, passages, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        expected = torch.sigmoid(model(**batch).logits[:, 0]).tolist()
+    assert first == pytest.approx(expected, abs=1e-5)
+
+
+def test_reranker_scores_drive_the_reference_fusion(index_dir, embedder, tiny_reranker):
+    snapshot = open_live(index_dir)
+    request = SearchRequest.of("proposal deadline", k=5)
+    result = retrieve(snapshot, embedder, request, RetrievalConfig(fusion="reference"), reranker=tiny_reranker)
+    rerank = next(s for s in result.trace if s["step"] == "rerank")
+    assert rerank["reranker"] == tiny_reranker.name and rerank["scored"] >= 5
+    assert all("rerank" in h.branch_scores for h in result.hits)
+    # The fused score is recomputable from the reranker scores and the original BM25 ranks.
+    bm25_ranks = {key: rank for rank, (key, _) in enumerate(result.trace[0]["candidates"])}
+    dense_keys = {key for key, _ in result.trace[2]["candidates"]}
+    for hit in result.hits:
+        rr = hit.branch_scores["rerank"]
+        key = hit.chunk.chunk_id
+        expected = (0.7 * rr if key in dense_keys else 0.0) + (
+            0.3 * 0.1 * rr / (bm25_ranks[key] + 1) if key in bm25_ranks else 0.0
+        )
+        assert hit.score == pytest.approx(expected, rel=1e-5)
+
+
+def test_service_uses_the_configured_reranker_with_the_reference_formula(index_dir, tiny_reranker):
+    settings = load_settings(index_dir=index_dir, reranker_path=tiny_reranker.model_dir)
+
+    async def run():
+        async with DocfinderService(settings) as service:
+            assert service.retrieval.fusion == "reference"
+            return await service.search("cryostat", k=3)
+
+    result = asyncio.run(run())
+    assert next(s for s in result.trace if s["step"] == "rerank")["reranker"] == tiny_reranker.name
+
+
+def test_service_rejects_unknown_domains_modes_and_reranker_folders(index_dir, tmp_path):
+    settings = load_settings(index_dir=index_dir, domains={"alma": {"handbook": 2.0}})
+
+    async def run():
+        async with DocfinderService(settings) as service:
+            boosted = await service.search("deadline", domain="alma", k=3)
+            assert boosted.trace[-2]["boosts"] == {"handbook": 2.0}
+            with pytest.raises(InvalidRequestError, match="unknown domain 'nope'"):
+                await service.search("deadline", domain="nope")
+            with pytest.raises(InvalidRequestError, match="unknown search mode"):
+                await service.search("deadline", mode="fuzzy")
+
+    asyncio.run(run())
+    with pytest.raises(ConfigurationError, match="has no config.json"):
+        DocfinderService(load_settings(index_dir=index_dir, reranker_path=tmp_path))
