@@ -35,7 +35,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def bench_ingest_and_search(data: Path) -> dict[str, Any]:
     docs = data / "sec10q" / "docs"
-    questions = [row["Question"] for row in csv.DictReader(open(data / "sec10q" / "qna_dev.csv", encoding="utf-8"))]
+    with open(data / "sec10q" / "qna_dev.csv", encoding="utf-8") as handle:
+        questions = [row["Question"] for row in csv.DictReader(handle)]
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(index_dir=Path(tmp) / "index")
         timer = PhaseTimer()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -17,15 +18,28 @@ from typing import Protocol
 import numpy as np
 
 from index_build.chunking import ChunkingOptions, chunk_document
-from pipeline.types import passage_text
 from index_build.convert import DocumentConverter
-from index_build.layout import building_dir, new_version_id, prune_versions, publish, remove_stale_builds, writer_lock
+from index_build.layout import (
+    building_dir,
+    new_version_id,
+    prune_versions,
+    publish,
+    remove_stale_builds,
+    writer_lock,
+)
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import SourceFile, discover, file_sha256
-from index_build.version import COLLECTIONS, Bm25Params, CollectionData, FileRecord, write_collection, write_manifest
+from index_build.version import (
+    COLLECTIONS,
+    Bm25Params,
+    CollectionData,
+    FileRecord,
+    write_collection,
+    write_manifest,
+)
 from pipeline.errors import DocumentError, IndexNotFoundError
 from pipeline.protocols import Embedder
-from pipeline.types import Chunk
+from pipeline.types import Chunk, passage_text
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +50,8 @@ EMBED_BATCH = 64
 class IngestOptions:
     """What shapes a build: chunking, BM25 parameters, retention, the PDF pipeline."""
 
-    chunking: ChunkingOptions = ChunkingOptions()
-    bm25: Bm25Params = Bm25Params()
+    chunking: ChunkingOptions = field(default_factory=ChunkingOptions)
+    bm25: Bm25Params = field(default_factory=Bm25Params)
     keep_versions: int = 3
     pdf_models_dir: Path | None = None
 
@@ -122,7 +136,9 @@ def ingest(
         if live and previous is None:
             log.info("embedder or chunking changed since %s: every file is processed again", live.version_id)
             sources = sources + _sources_outside(live, roots)
-        documents, failures, converted = _process_sources(sources, previous, converter, embedder, options, progress)
+        documents, failures, converted = _process_sources(
+            sources, previous, converter, embedder, options, progress
+        )
         kept = _documents_outside(previous, roots) if previous else []
         removed = _count_removed(live, roots, {d.record.path for d in documents}) if live else 0
         all_documents = kept + documents
@@ -136,9 +152,9 @@ def ingest(
         )
         if (converted or removed or previous is None) and all_documents:
             _embed_missing(all_documents, previous, embedder, progress, report)
-            report.version = _write_version(index_dir, all_documents, embedder, options)
+            parts = [(d.record, d.chunks, np.vstack(d.embeddings)) for d in all_documents]
+            report.version = write_version(index_dir, parts, embedder, options)
             report.published = True
-            prune_versions(index_dir, options.keep_versions)
         report.documents = len(all_documents)
         report.pages = sum(d.record.pages for d in all_documents)
         report.chunks = sum(len(d.chunks) for d in all_documents)
@@ -278,32 +294,48 @@ def _embed_missing(
     progress.start("embeddings", len(missing))
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start : start + EMBED_BATCH]
-        texts = [passage_text(d.chunks[i].title, d.chunks[i].heading_path, d.chunks[i].text) for d, i in batch]
+        texts = [
+            passage_text(d.chunks[i].title, d.chunks[i].heading_path, d.chunks[i].text) for d, i in batch
+        ]
         for (document, i), vector in zip(batch, embedder.embed(texts)):
             document.embeddings[i] = vector
         progress.advance("embeddings", len(batch))
     report.embedded_chunks = len(missing)
 
 
-def _write_version(index_dir: Path, documents: list[_Document], embedder: Embedder, options: IngestOptions) -> str:
+def write_version(
+    index_dir: Path,
+    parts: Sequence[tuple[FileRecord, Sequence[Chunk], np.ndarray]],
+    embedder: Embedder,
+    options: IngestOptions,
+) -> str:
+    """Write (file record, chunks, their embeddings) as a new version and make it live.
+
+    The caller holds the writer lock. Returns the new version's id.
+    """
     version_id = new_version_id()
     build = building_dir(index_dir, version_id)
     collections: dict[str, CollectionData] = {}
-    for document in documents:
-        data = collections.setdefault(document.record.collection, CollectionData(document.record.collection))
-        data.chunks.extend(document.chunks)
+    vectors: dict[str, list[np.ndarray]] = {}
+    for record, chunks, embeddings in parts:
+        collections.setdefault(record.collection, CollectionData(record.collection)).chunks.extend(chunks)
+        vectors.setdefault(record.collection, []).append(embeddings)
     for name, data in collections.items():
-        vectors = [v for d in documents if d.record.collection == name for v in d.embeddings]
-        data.embeddings = np.vstack(vectors).astype(np.float32)
+        data.embeddings = np.vstack(vectors[name]).astype(np.float32)
         write_collection(build / COLLECTIONS / name, data, options.bm25)
     write_manifest(
         build,
         version_id=version_id,
-        embedder={"name": embedder.name, "dimensions": embedder.dimensions, "max_tokens": embedder.max_tokens},
+        embedder={
+            "name": embedder.name,
+            "dimensions": embedder.dimensions,
+            "max_tokens": embedder.max_tokens,
+        },
         chunking=asdict(options.chunking),
         bm25=options.bm25,
-        files=[d.record for d in documents],
+        files=[record for record, _, _ in parts],
         collections={name: len(data.chunks) for name, data in collections.items()},
     )
     publish(index_dir, build, version_id)
+    prune_versions(index_dir, options.keep_versions)
     return version_id

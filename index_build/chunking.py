@@ -16,6 +16,7 @@ from index_build.document import Block, ParsedDocument
 from pipeline.protocols import Tokenizer
 from pipeline.types import Chunk, passage_text
 
+
 @dataclass(frozen=True, slots=True)
 class ChunkingOptions:
     """Chunk size in embedder tokens, and the overlap between windows of one long paragraph."""

@@ -169,7 +169,9 @@ def docling_to_parsed(doc: Any, fallback_title: str) -> ParsedDocument:
                 blocks.append(Block("text", prefix + text, page))
     page_count = len(doc.pages) if getattr(doc, "pages", None) else 0
     first_heading = next((b.text for b in blocks if b.kind == "heading"), "")
-    return ParsedDocument(title=title or first_heading or fallback_title, blocks=tuple(blocks), page_count=page_count)
+    return ParsedDocument(
+        title=title or first_heading or fallback_title, blocks=tuple(blocks), page_count=page_count
+    )
 
 
 def _convert_text(path: Path) -> ParsedDocument:

@@ -24,10 +24,10 @@ import fcntl
 import os
 import secrets
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 from pipeline.errors import IndexBusyError, IndexNotFoundError
 

@@ -30,7 +30,9 @@ _NUMERIC_CELL = re.compile(r"^[($]*\s*-?\$?\s*\d[\d,]*(\.\d+)?\s*\)?\s*%?\)?$|^[
 _GLUE_FORWARD = {"$", "(", "($"}
 _GLUE_BACKWARD = {"%", ")", "%)"}
 # "Item 2.", "Note 3", "PART I", "4.1": a heading number set apart from its title by a tab stop.
-_NUMBERING = re.compile(r"^((item|part|note|section|chapter|appendix)\s+)?[\dIVXLC]+[A-Z]?(\.\d+)*\.?$", re.IGNORECASE)
+_NUMBERING = re.compile(
+    r"^((item|part|note|section|chapter|appendix)\s+)?[\dIVXLC]+[A-Z]?(\.\d+)*\.?$", re.IGNORECASE
+)
 _BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
 
 HEADING_MAX_WORDS = 14

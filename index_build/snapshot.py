@@ -14,7 +14,14 @@ from typing import Any
 import numpy as np
 
 from index_build.layout import live_version_dir
-from index_build.version import COLLECTIONS, FileRecord, read_chunks, read_files, read_manifest, verify_checksums
+from index_build.version import (
+    COLLECTIONS,
+    FileRecord,
+    read_chunks,
+    read_files,
+    read_manifest,
+    verify_checksums,
+)
 from pipeline.errors import IndexCorruptError, InvalidRequestError
 from pipeline.types import Chunk
 

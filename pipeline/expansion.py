@@ -98,7 +98,9 @@ def expand(
                 for term in analyze(label):
                     if term not in own:
                         weights[term] = max(weights.get(term, 0.0), weight)
-        added.append({"concept": concept.pref_label, "matched": matched, "synonyms": synonyms, "related": related})
+        added.append(
+            {"concept": concept.pref_label, "matched": matched, "synonyms": synonyms, "related": related}
+        )
     return Expansion(tuple(weights.items()), tuple(added))
 
 
@@ -113,25 +115,28 @@ def parse_glossary(data: Any) -> Glossary:
             raise ConfigurationError(f"glossary concept {number} needs a non-empty pref_label")
         unknown = set(entry) - {"pref_label", "alt_labels", "acronyms", "broader", "narrower", "definition"}
         if unknown:
-            raise ConfigurationError(f"glossary concept {number} has unknown keys: {', '.join(sorted(unknown))}")
-
-        def strings(key: str) -> tuple[str, ...]:
-            value = entry.get(key) or []
-            if isinstance(value, str):
-                value = [value]
-            return tuple(str(v) for v in value)
+            raise ConfigurationError(
+                f"glossary concept {number} has unknown keys: {', '.join(sorted(unknown))}"
+            )
 
         concepts.append(
             Concept(
                 pref_label=str(entry["pref_label"]).strip(),
-                alt_labels=strings("alt_labels"),
-                acronyms=strings("acronyms"),
-                broader=strings("broader"),
-                narrower=strings("narrower"),
+                alt_labels=_strings(entry, "alt_labels"),
+                acronyms=_strings(entry, "acronyms"),
+                broader=_strings(entry, "broader"),
+                narrower=_strings(entry, "narrower"),
                 definition=str(entry.get("definition", "")),
             )
         )
     return Glossary.of(concepts)
+
+
+def _strings(entry: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = entry.get(key) or []
+    if isinstance(value, str):
+        value = [value]
+    return tuple(str(v) for v in value)
 
 
 def load_glossary(path: Path) -> Glossary:

@@ -86,7 +86,8 @@ def fuse(
         bm25_norm = min_max({h.key: h.score for h in bm25})
         keys = list(dict.fromkeys([h.key for h in dense] + [h.key for h in bm25]))
         scores = {
-            key: (dense_weight * dense_norm.get(key, 0.0) + (1 - dense_weight) * bm25_norm.get(key, 0.0)) * boost(key)
+            key: (dense_weight * dense_norm.get(key, 0.0) + (1 - dense_weight) * bm25_norm.get(key, 0.0))
+            * boost(key)
             for key in keys
         }
     else:
@@ -104,6 +105,8 @@ def merge_variants(rankings: Sequence[Sequence[tuple[str, float]]]) -> list[tupl
     return sorted(best.items(), key=lambda item: -item[1])
 
 
-def threshold_and_cap(ranking: Sequence[tuple[str, float]], min_score: float, cap: int) -> list[tuple[str, float]]:
+def threshold_and_cap(
+    ranking: Sequence[tuple[str, float]], min_score: float, cap: int
+) -> list[tuple[str, float]]:
     """Drop results scoring under ``min_score`` and keep at most ``cap``."""
     return [item for item in ranking if item[1] >= min_score][:cap]

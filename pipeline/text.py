@@ -1,7 +1,9 @@
 """The one lexical analyser: indexing and querying must tokenize identically.
 
-Lower-case word tokens (letters and digits, keeping in-word ``.``, ``,`` and ``-`` so that
-``81,797`` and ``10-Q`` survive), English stop words removed, Snowball-stemmed.
+Lower-case word tokens of two or more word characters (the pattern scikit-learn and bm25s
+use, so ``81,797`` becomes ``81`` and ``797``), English stop words removed, Snowball-stemmed.
+Measured on SciFact: keeping ``81,797`` or ``0-dimensional`` whole lowered nDCG@10 from
+0.686 to 0.668, because such compounds then match nothing else.
 """
 
 from __future__ import annotations
@@ -9,12 +11,45 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_TOKEN = re.compile(r"[a-z0-9]+(?:[.,'\-][a-z0-9]+)*")
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 # The stop-word list bm25s uses for "en" (Lucene's), so BM25 figures match published runs.
 ENGLISH_STOPWORDS = frozenset(
-    """a an and are as at be but by for if in into is it no not of on or such that the their
-    then there these they this to was will with""".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
 )
 
 

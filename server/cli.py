@@ -22,6 +22,7 @@ from pipeline.retrieval import SEARCH_MODES
 from server.cli_output import (
     RichIngestProgress,
     hit_to_json,
+    print_eval_report,
     print_hits,
     print_index_info,
     print_ingest_report,
@@ -37,13 +38,19 @@ err = Console(stderr=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="docfinder", description="Answers from your documentation, with citations.")
-    parser.add_argument("--config", type=Path, help="TOML settings file (default: $DOCFINDER_CONFIG or ./docfinder.toml)")
+    parser = argparse.ArgumentParser(
+        prog="docfinder", description="Answers from your documentation, with citations."
+    )
+    parser.add_argument(
+        "--config", type=Path, help="TOML settings file (default: $DOCFINDER_CONFIG or ./docfinder.toml)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     commands = parser.add_subparsers(dest="command", required=True)
 
     ingest = commands.add_parser("ingest", help="index documents (PDF, HTML, Markdown, DOCX, text)")
-    ingest.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the configured collections)")
+    ingest.add_argument(
+        "paths", nargs="*", type=Path, help="files or folders (default: the configured collections)"
+    )
     ingest.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     ingest.add_argument("--collection", help="collection name (default: each input folder's name)")
     ingest.add_argument("--json", action="store_true", help="print the ingest report as JSON")
@@ -53,22 +60,57 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     search.add_argument("--k", type=int, help="number of passages (default: setting search_k)")
     search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
-    search.add_argument("--collection", action="append", dest="collections", help="limit to a collection (repeatable)")
+    search.add_argument(
+        "--collection", action="append", dest="collections", help="limit to a collection (repeatable)"
+    )
     search.add_argument("--domain", help="question domain whose collection boosts apply (setting: domains)")
     search.add_argument("--json", action="store_true", help="print hits as JSON")
     search.add_argument("--trace", action="store_true", help="show what each retrieval stage did")
 
-    index = commands.add_parser("index", help="inspect the index").add_subparsers(dest="index_command", required=True)
+    index = commands.add_parser("index", help="inspect the index").add_subparsers(
+        dest="index_command", required=True
+    )
     info = index.add_parser("info", help="the live version: models, documents, pages, chunks")
     info.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     info.add_argument("--json", action="store_true")
+    evaluate = commands.add_parser("eval", help="measure quality").add_subparsers(
+        dest="eval_command", required=True
+    )
+    retrieval = evaluate.add_parser(
+        "retrieval", help="nDCG, recall, MRR and latency on a BEIR-format dataset"
+    )
+    retrieval.add_argument(
+        "--dataset", type=Path, required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/"
+    )
+    retrieval.add_argument("--split", default="test", help="qrels split to report (tuning always uses train)")
+    retrieval.add_argument(
+        "--mode",
+        action="append",
+        choices=SEARCH_MODES,
+        dest="modes",
+        help="rows to run (repeatable; default all)",
+    )
+    retrieval.add_argument("--reranker", type=Path, help="cross-encoder folder: adds the rerank rows")
+    retrieval.add_argument(
+        "--glossary", type=Path, help="glossary for the expansion rows (default: corpus acronyms)"
+    )
+    retrieval.add_argument(
+        "--cache", type=Path, default=Path(".docfinder/eval"), help="where corpus indexes are cached"
+    )
+    retrieval.add_argument(
+        "--no-tune", action="store_true", help="use the settings as they are, no tuning on train"
+    )
+    retrieval.add_argument("--max-queries", type=int, help="evaluate only the first N queries (quick checks)")
+    retrieval.add_argument("--json", action="store_true", help="print the full report as JSON")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``docfinder`` script."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         settings = load_settings(args.config, index_dir=getattr(args, "index", None))
         return _dispatch(args, settings)
@@ -88,7 +130,32 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _ingest(args, settings)
     if args.command == "search":
         return asyncio.run(_search(args, settings))
+    if args.command == "eval":
+        return _eval_retrieval(args, settings)
     return asyncio.run(_index_info(args, settings))
+
+
+def _eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
+    from server.eval_retrieval import evaluate_retrieval
+
+    with RichIngestProgress(err, enabled=err.is_terminal) as progress:
+        report = evaluate_retrieval(
+            args.dataset,
+            args.split,
+            settings,
+            modes=args.modes or SEARCH_MODES,
+            reranker_dir=args.reranker,
+            glossary_path=args.glossary,
+            cache_dir=args.cache,
+            tune=not args.no_tune,
+            progress=progress,
+            max_queries=args.max_queries,
+        )
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_eval_report(Console(), report)
+    return 0
 
 
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -119,7 +186,11 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
     async with DocfinderService(settings) as service:
         result = await service.search(
-            args.query, k=args.k or settings.search_k, mode=args.mode, collections=args.collections, domain=args.domain
+            args.query,
+            k=args.k or settings.search_k,
+            mode=args.mode,
+            collections=args.collections,
+            domain=args.domain,
         )
     if args.json:
         payload: dict[str, Any] = {

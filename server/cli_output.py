@@ -67,7 +67,9 @@ def print_hits(console: Console, result: Any) -> None:
     console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, index {result.version})[/]\n")
     for n, hit in enumerate(result.hits, start=1):
         chunk = hit.chunk
-        console.print(f"[bold cyan][{n}][/] [bold]{escape(chunk.citation_label())}[/]  [dim]score {hit.score:.4f}[/]")
+        console.print(
+            f"[bold cyan][{n}][/] [bold]{escape(chunk.citation_label())}[/]  [dim]score {hit.score:.4f}[/]"
+        )
         console.print(f"    [dim]{escape(chunk.source)}[/]")
         text = " ".join(chunk.text.split())
         console.print("    " + escape(text[:400] + ("…" if len(text) > 400 else "")) + "\n")
@@ -107,3 +109,29 @@ def print_trace(console: Console, trace: list[dict[str, Any]]) -> None:
         details = {k: v for k, v in step.items() if k not in ("step", "ms", "candidates", "top", "kept")}
         counts = {k: len(step[k]) for k in ("candidates", "top", "kept") if k in step}
         console.print(f"  {step['step']:<13} {step['ms']:>8.2f} ms  {escape(str({**details, **counts}))}")
+
+
+def print_eval_report(console: Console, report: dict[str, Any]) -> None:
+    """The retrieval evaluation as a table, one row per configuration."""
+    console.print(
+        f"[bold]{escape(report['dataset'])}[/] split {report['split']}, {report['queries']} queries"
+    )
+    table = Table("configuration", "nDCG@10", "R@10", "R@100", "MRR@10", "p50 ms", "p95 ms")
+    for row in report["rows"]:
+        table.add_row(
+            row["name"],
+            f"{row['ndcg@10']:.4f}",
+            f"{row['recall@10']:.4f}",
+            f"{row['recall@100']:.4f}",
+            f"{row['mrr@10']:.4f}",
+            f"{row['latency_ms']['p50']:.2f}",
+            f"{row['latency_ms']['p95']:.2f}",
+        )
+    console.print(table)
+    console.print(f"latency floor (p50 ms): {report['latency_floor_ms']}")
+    if report["tuned_on_train"].get("split"):
+        tuned = report["tuned_on_train"]
+        console.print(
+            f"tuned on train: convex dense weight {tuned['convex_dense_weight']}, "
+            f"BM25 field weight {tuned['bm25_field_weight']}"
+        )

@@ -32,10 +32,14 @@ class CrossEncoderReranker:
         from sentence_transformers import CrossEncoder
 
         with self._lock:
-            return CrossEncoder(str(self.model_dir), device="cpu", max_length=self.max_length, local_files_only=True)
+            return CrossEncoder(
+                str(self.model_dir), device="cpu", max_length=self.max_length, local_files_only=True
+            )
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:
             return []
-        scores = self._model.predict([(query, p) for p in passages], batch_size=self.batch_size, show_progress_bar=False)
+        scores = self._model.predict(
+            [(query, p) for p in passages], batch_size=self.batch_size, show_progress_bar=False
+        )
         return [float(s) for s in scores]

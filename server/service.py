@@ -74,7 +74,9 @@ class DocfinderService:
         snapshot = self._snapshot
         if snapshot is None or snapshot.version_id != live:
             with self._reload_lock:
-                if self._snapshot is None or self._snapshot.version_id != live_version_id(self.settings.index_dir):
+                if self._snapshot is None or self._snapshot.version_id != live_version_id(
+                    self.settings.index_dir
+                ):
                     self._snapshot = open_live(self.settings.index_dir)
                 snapshot = self._snapshot
         return snapshot
@@ -94,7 +96,9 @@ class DocfinderService:
         ``domain`` picks the per-collection boosts configured for that question domain.
         """
         if mode not in SEARCH_MODES:
-            raise InvalidRequestError(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
+            raise InvalidRequestError(
+                f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}"
+            )
         request = SearchRequest(
             queries=(query, *(variants or [])),
             mode=mode,  # type: ignore[arg-type]
@@ -106,7 +110,12 @@ class DocfinderService:
         def run() -> SearchResult:
             snapshot = self._current_snapshot()
             result = retrieve(
-                snapshot, self.embedder, request, self.retrieval, reranker=self.reranker, glossary=self.glossary
+                snapshot,
+                self.embedder,
+                request,
+                self.retrieval,
+                reranker=self.reranker,
+                glossary=self.glossary,
             )
             return SearchResult(query, mode, snapshot.version_id, result.hits, result.trace)
 
@@ -140,7 +149,9 @@ class DocfinderService:
 def ingest_options(settings: Settings) -> IngestOptions:
     """The build parameters the settings ask for."""
     return IngestOptions(
-        chunking=ChunkingOptions(max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens),
+        chunking=ChunkingOptions(
+            max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens
+        ),
         bm25=Bm25Params(k1=settings.bm25_k1, b=settings.bm25_b),
         keep_versions=settings.keep_versions,
         pdf_models_dir=settings.pdf_models_dir,

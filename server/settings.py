@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from pipeline.errors import ConfigurationError
 
@@ -43,26 +48,34 @@ class Settings(BaseSettings):
 
     index_dir: Path = Field(Path(".docfinder/index"), description="Where index versions are kept.")
     collections: dict[str, CollectionSettings] = Field(
-        default_factory=dict, description="Named collections and their source folders, for `ingest` without paths."
+        default_factory=dict,
+        description="Named collections and their source folders, for `ingest` without paths.",
     )
     embedder_path: Path | None = Field(
         None, description="Local sentence-transformers folder; default: the packaged all-MiniLM-L6-v2."
     )
     pdf_models_dir: Path | None = Field(
-        None, description="docling layout/table model artifacts; when set, PDFs use docling's standard pipeline."
+        None,
+        description="docling layout/table model artifacts; when set, PDFs use docling's standard pipeline.",
     )
     chunk_tokens: int = Field(256, ge=32, le=8192, description="Chunk size in embedder tokens.")
     chunk_overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
-    keep_versions: int = Field(3, ge=1, le=100, description="Index versions kept on disk, the live one included.")
+    keep_versions: int = Field(
+        3, ge=1, le=100, description="Index versions kept on disk, the live one included."
+    )
     bm25_k1: float = Field(1.5, gt=0, description="BM25 term-frequency saturation.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 length normalisation.")
     search_k: int = Field(10, ge=1, le=1000, description="Passages returned by `docfinder search`.")
     search_candidates: int = Field(16, ge=1, le=1000, description="Candidates per branch before fusion.")
-    max_passages: int = Field(8, ge=1, le=1000, description="Cap on passages a retrieval keeps (the agent's context).")
-    min_score: float | None = Field(None, description="Drop fused results scoring below this; unset keeps all.")
+    max_passages: int = Field(
+        8, ge=1, le=1000, description="Cap on passages a retrieval keeps (the agent's context)."
+    )
+    min_score: float | None = Field(
+        None, description="Drop fused results scoring below this; unset keeps all."
+    )
     fusion: Literal["auto", "reference", "rrf", "convex"] = Field(
         "auto",
-        description="Branch fusion; auto = the reference formula with a reranker, else convex (best measured).",
+        description="Branch fusion; auto = reference formula with a reranker, else convex (best measured).",
     )
     fusion_alpha: float = Field(0.7, ge=0, le=1, description="α of the reference fusion formula.")
     convex_dense_weight: float = Field(
@@ -75,9 +88,15 @@ class Settings(BaseSettings):
     bm25_field_weight: float = Field(
         0.0, ge=0, description="Extra weight of title/heading matches over body matches in BM25."
     )
-    glossary_path: Path | None = Field(None, description="YAML/JSON glossary (SKOS-like) for query expansion.")
-    expansion_synonym_weight: float = Field(0.5, ge=0, le=1, description="BM25 weight of a concept's other labels.")
-    expansion_related_weight: float = Field(0.25, ge=0, le=1, description="BM25 weight of broader/narrower terms.")
+    glossary_path: Path | None = Field(
+        None, description="YAML/JSON glossary (SKOS-like) for query expansion."
+    )
+    expansion_synonym_weight: float = Field(
+        0.5, ge=0, le=1, description="BM25 weight of a concept's other labels."
+    )
+    expansion_related_weight: float = Field(
+        0.25, ge=0, le=1, description="BM25 weight of broader/narrower terms."
+    )
     reranker_path: Path | None = Field(
         None, description="Local cross-encoder folder (e.g. bge-reranker-base); unset = no rerank."
     )

@@ -1,8 +1,8 @@
 """Heading-aware chunking: boundaries, token budget, overlap, tables kept whole by rows."""
 
 from index_build.chunking import ChunkingOptions, chunk_document
-from pipeline.types import passage_text
 from index_build.document import Block, ParsedDocument
+from pipeline.types import passage_text
 from tests.fakes import WhitespaceTokenizer
 
 TOKENS = WhitespaceTokenizer()
@@ -11,7 +11,9 @@ TOKENS = WhitespaceTokenizer()
 def chunk(blocks, max_tokens=40, overlap=5, title="Guide"):
     document = ParsedDocument(title=title, blocks=tuple(blocks), page_count=3)
     options = ChunkingOptions(max_tokens=max_tokens, overlap_tokens=overlap, min_body_tokens=8)
-    return chunk_document(document, doc_id="d1", collection="c", source="/x/guide.pdf", tokenizer=TOKENS, options=options)
+    return chunk_document(
+        document, doc_id="d1", collection="c", source="/x/guide.pdf", tokenizer=TOKENS, options=options
+    )
 
 
 def words(n: int, start: int = 0) -> str:
@@ -39,7 +41,9 @@ def test_chunks_never_cross_headings_and_carry_the_heading_path():
 
 
 def test_every_chunk_fits_the_budget_including_title_and_heading_path():
-    blocks = [Block("heading", "Long section", 1, 1)] + [Block("text", words(12, 12 * i), 1 + i // 3) for i in range(9)]
+    blocks = [Block("heading", "Long section", 1, 1)] + [
+        Block("text", words(12, 12 * i), 1 + i // 3) for i in range(9)
+    ]
     chunks = chunk(blocks, max_tokens=41)
     for c in chunks:
         assert TOKENS.count(passage_text(c.title, c.heading_path, c.text)) <= 41

@@ -80,7 +80,9 @@ def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp
 
     building = index / VERSIONS
     writing = start_ingest(sample_corpus, index)
-    killed_while_writing = kill_when(writing, lambda: any(p.name.startswith(BUILDING_PREFIX) for p in building.iterdir()))
+    killed_while_writing = kill_when(
+        writing, lambda: any(p.name.startswith(BUILDING_PREFIX) for p in building.iterdir())
+    )
     if killed_while_writing:
         assert_previous_version_serves(index, version, embedder)
     else:  # the write phase was too quick to catch: the ingest completed, which must also be consistent
@@ -96,5 +98,7 @@ def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp
     assert live_version_id(index) != version
     assert not [p for p in building.iterdir() if p.name.startswith(BUILDING_PREFIX)]
     snapshot = open_live(index)
-    hits = retrieve(snapshot, embedder, SearchRequest.of("servicing antenna 17 cryostat", k=3, mode="bm25")).hits
+    hits = retrieve(
+        snapshot, embedder, SearchRequest.of("servicing antenna 17 cryostat", k=3, mode="bm25")
+    ).hits
     assert any("antenna-017" in h.chunk.source for h in hits)

@@ -50,7 +50,9 @@ def test_no_glossary_or_no_match_leaves_the_query_alone():
 
 
 def test_yaml_and_json_files_load(tmp_path):
-    (tmp_path / "g.yaml").write_text("concepts:\n  - pref_label: Water Vapour Radiometer\n    acronyms: WVR\n")
+    (tmp_path / "g.yaml").write_text(
+        "concepts:\n  - pref_label: Water Vapour Radiometer\n    acronyms: WVR\n"
+    )
     (tmp_path / "g.json").write_text(json.dumps([{"pref_label": "Band 3", "alt_labels": ["3 mm band"]}]))
     assert load_glossary(tmp_path / "g.yaml").concepts[0].acronyms == ("WVR",)
     assert load_glossary(tmp_path / "g.json").concepts[0].alt_labels == ("3 mm band",)

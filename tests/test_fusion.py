@@ -2,7 +2,14 @@
 
 import pytest
 
-from pipeline.fusion import BranchHit, fuse, merge_variants, min_max, reciprocal_rank_fusion, threshold_and_cap
+from pipeline.fusion import (
+    BranchHit,
+    fuse,
+    merge_variants,
+    min_max,
+    reciprocal_rank_fusion,
+    threshold_and_cap,
+)
 
 BM25 = [BranchHit("a", 12.0, 0), BranchHit("b", 8.0, 1), BranchHit("c", 4.0, 2)]
 DENSE = [BranchHit("b", 0.9, 0), BranchHit("d", 0.7, 1), BranchHit("a", 0.5, 2)]
@@ -35,7 +42,12 @@ def test_reference_formula():
     assert fused["b"] == pytest.approx(0.7 * 0.9 * 1.5 + 0.3 * 0.1 * 8.0 / 2)
     assert fused["c"] == pytest.approx(0.3 * 0.1 * 4.0 / 3)
     assert fused["d"] == pytest.approx(0.7 * 0.7)
-    assert [k for k, _ in fuse("reference", BM25, DENSE, alpha=0.7, boosts={"b": 1.5})] == ["b", "a", "d", "c"]
+    assert [k for k, _ in fuse("reference", BM25, DENSE, alpha=0.7, boosts={"b": 1.5})] == [
+        "b",
+        "a",
+        "d",
+        "c",
+    ]
 
 
 def test_convex_combination_of_min_max_normalised_scores():

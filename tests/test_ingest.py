@@ -32,8 +32,14 @@ def test_every_format_is_indexed_and_found_with_its_heading_path(sample_corpus, 
     assert set(snapshot.collections) == {"handbook"}
     expectations = {
         "When is the proposal deadline?": ("observing.md", ("Observing Handbook", "Proposal preparation")),
-        "How many spectrometer channels are there?": ("instruments.html", ("Instrument Guide", "Spectrometer configuration")),
-        "Which weighting does the imaging pipeline use?": ("pipeline.docx", ("Pipeline reduction", "Imaging")),
+        "How many spectrometer channels are there?": (
+            "instruments.html",
+            ("Instrument Guide", "Spectrometer configuration"),
+        ),
+        "Which weighting does the imaging pipeline use?": (
+            "pipeline.docx",
+            ("Pipeline reduction", "Imaging"),
+        ),
         "helpdesk opening hours": ("helpdesk.txt", ()),
     }
     for query, (name, path) in expectations.items():
@@ -74,7 +80,9 @@ def test_incremental_ingest_reuses_unchanged_files_and_drops_deleted_ones(sample
     index = tmp_path / "index"
     first = ingest(index, [sample_corpus], embedder=embedder)
 
-    (sample_corpus / "observing.md").write_text(MARKDOWN + "\n## Travel\n\nVisitors fly to Calama and take the bus.\n")
+    (sample_corpus / "observing.md").write_text(
+        MARKDOWN + "\n## Travel\n\nVisitors fly to Calama and take the bus.\n"
+    )
     (sample_corpus / "helpdesk.txt").unlink()
     (sample_corpus / "safety.md").write_text("# Safety\n\nOxygen is available at the high site.\n")
     second = ingest(index, [sample_corpus], embedder=embedder)
@@ -113,7 +121,9 @@ def test_folders_become_collections_and_searches_can_be_limited(sample_corpus, t
         top(snapshot, embedder, "oxygen", collections=("nope",))
 
 
-def test_a_reader_keeps_its_version_while_new_ones_go_live_and_old_ones_are_pruned(sample_corpus, tmp_path, embedder):
+def test_a_reader_keeps_its_version_while_new_ones_go_live_and_old_ones_are_pruned(
+    sample_corpus, tmp_path, embedder
+):
     index = tmp_path / "index"
     options = IngestOptions(keep_versions=1)
     ingest(index, [sample_corpus], embedder=embedder, options=options)
@@ -122,7 +132,9 @@ def test_a_reader_keeps_its_version_while_new_ones_go_live_and_old_ones_are_prun
     async def scenario():
         async with DocfinderService(settings, embedder=embedder) as service:
             old = open_live(index)
-            (sample_corpus / "news.md").write_text("# News\n\nThe new correlator was commissioned in March.\n")
+            (sample_corpus / "news.md").write_text(
+                "# News\n\nThe new correlator was commissioned in March.\n"
+            )
             ingest(index, [sample_corpus], embedder=embedder, options=options)
             (sample_corpus / "more.md").write_text("# More\n\nA second antenna transporter arrived.\n")
             ingest(index, [sample_corpus], embedder=embedder, options=options)
@@ -145,7 +157,9 @@ def test_cli_search_and_index_info_print_stable_json(sample_corpus, tmp_path, ca
     assert main(["ingest", str(sample_corpus), "--index", index, "--collection", "Ops Manual"]) == 0
     capsys.readouterr()
 
-    assert main(["search", "proposal deadline", "--index", index, "--k", "2", "--mode", "bm25", "--json"]) == 0
+    assert (
+        main(["search", "proposal deadline", "--index", index, "--k", "2", "--mode", "bm25", "--json"]) == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert (result["query"], result["mode"]) == ("proposal deadline", "bm25")
     assert len(result["hits"]) == 2

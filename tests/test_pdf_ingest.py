@@ -14,7 +14,9 @@ def test_protocol_chunks_carry_heading_paths(tmp_path, capsys):
     pdf = shared_data("pdf-samples", "NCT06154122_Prot_000.pdf")
     assert main(["ingest", str(pdf), "--index", str(tmp_path / "index"), "--collection", "trials"]) == 0
     capsys.readouterr()
-    assert main(["search", "how are participants recruited", "--index", str(tmp_path / "index"), "--json"]) == 0
+    assert (
+        main(["search", "how are participants recruited", "--index", str(tmp_path / "index"), "--json"]) == 0
+    )
     hits = json.loads(capsys.readouterr().out)["hits"]
     assert hits[0]["heading_path"] and hits[0]["pages"][0] >= 1
     assert any("Recruitment" in " ".join(h["heading_path"]) for h in hits[:3])

@@ -60,7 +60,11 @@ def test_bold_and_tall_lines_become_headings_with_levels_by_height():
 def test_numbers_and_long_sentences_are_not_headings():
     words = (
         row(40, (50, "2023"), bold=True)
-        + row(60, (50, "This bold line is a full sentence that goes on for a long while, so it is text."), bold=True)
+        + row(
+            60,
+            (50, "This bold line is a full sentence that goes on for a long while, so it is text."),
+            bold=True,
+        )
         + row(80, (50, "Plain body text of the right size."))
     )
     blocks = lines_to_blocks(words_to_lines(words, page=1))
@@ -70,7 +74,9 @@ def test_numbers_and_long_sentences_are_not_headings():
 def test_running_headers_repeated_at_the_page_edge_are_dropped():
     pages = []
     for number in range(1, 5):
-        words = row(10, (50, f"Example Corp | Form 10-Q | {number}")) + row(400, (50, f"Body of page {number}."))
+        words = row(10, (50, f"Example Corp | Form 10-Q | {number}")) + row(
+            400, (50, f"Body of page {number}.")
+        )
         pages.append(words_to_lines(words, page=number))
     kept = drop_running_headers(pages, [792.0] * 4)
     assert [[ln.text for ln in page] for page in kept] == [[f"Body of page {n}."] for n in range(1, 5)]

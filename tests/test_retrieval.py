@@ -25,7 +25,9 @@ def index_dir(tmp_path_factory, embedder) -> Path:
     ingest(root / "index", [write_sample_corpus(root / "handbook")], embedder=embedder)
     ops = root / "ops"
     ops.mkdir()
-    (ops / "deadlines.md").write_text("# Deadlines\n\nThe proposal deadline for engineering time is 1 March.\n")
+    (ops / "deadlines.md").write_text(
+        "# Deadlines\n\nThe proposal deadline for engineering time is 1 March.\n"
+    )
     ingest(root / "index", [ops], embedder=embedder)
     return root / "index"
 
@@ -53,7 +55,9 @@ def test_cap_and_minimum_score(index_dir, embedder):
     snapshot = open_live(index_dir)
     capped = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(cap=2))
     assert len(capped.hits) == 2
-    strict = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(min_score=0.6))
+    strict = retrieve(
+        snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(min_score=0.6)
+    )
     assert strict.hits and all(h.score >= 0.6 for h in strict.hits)
 
 
@@ -79,7 +83,9 @@ def test_variants_are_each_retrieved_and_merged(index_dir, embedder):
 
 
 def test_mmr_on_the_dense_branch_is_traced(index_dir, embedder):
-    result = retrieve(open_live(index_dir), embedder, SearchRequest.of("deadline"), RetrievalConfig(mmr_lambda=0.5))
+    result = retrieve(
+        open_live(index_dir), embedder, SearchRequest.of("deadline"), RetrievalConfig(mmr_lambda=0.5)
+    )
     dense = next(s for s in result.trace if s["step"] == "dense")
     assert dense["mmr_lambda"] == 0.5 and dense["candidates"]
 
@@ -124,7 +130,9 @@ def test_tiny_cross_encoder_loads_and_scores_deterministically(tiny_reranker):
 def test_reranker_scores_drive_the_reference_fusion(index_dir, embedder, tiny_reranker):
     snapshot = open_live(index_dir)
     request = SearchRequest.of("proposal deadline", k=5)
-    result = retrieve(snapshot, embedder, request, RetrievalConfig(fusion="reference"), reranker=tiny_reranker)
+    result = retrieve(
+        snapshot, embedder, request, RetrievalConfig(fusion="reference"), reranker=tiny_reranker
+    )
     rerank = next(s for s in result.trace if s["step"] == "rerank")
     assert rerank["reranker"] == tiny_reranker.name and rerank["scored"] >= 5
     assert all("rerank" in h.branch_scores for h in result.hits)
@@ -165,5 +173,5 @@ def test_service_rejects_unknown_domains_modes_and_reranker_folders(index_dir, t
                 await service.search("deadline", mode="fuzzy")
 
     asyncio.run(run())
-    with pytest.raises(ConfigurationError, match="has no config.json"):
+    with pytest.raises(ConfigurationError, match=r"has no config\.json"):
         DocfinderService(load_settings(index_dir=index_dir, reranker_path=tmp_path))

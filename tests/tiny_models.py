@@ -4,9 +4,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
-WORDS = """the a of to and is in for what when how which proposal deadline observing tool
-spectrometer channels basebands cryostat maintenance helpdesk hours imaging pipeline weighting
-data delivery archive band frequency antenna""".split()
+WORDS = [
+    "the",
+    "a",
+    "of",
+    "to",
+    "and",
+    "is",
+    "in",
+    "for",
+    "what",
+    "when",
+    "how",
+    "which",
+    "proposal",
+    "deadline",
+    "observing",
+    "tool",
+    "spectrometer",
+    "channels",
+    "basebands",
+    "cryostat",
+    "maintenance",
+    "helpdesk",
+    "hours",
+    "imaging",
+    "pipeline",
+    "weighting",
+    "data",
+    "delivery",
+    "archive",
+    "band",
+    "frequency",
+    "antenna",
+]
 
 
 def build_tiny_cross_encoder(directory: Path) -> Path:
