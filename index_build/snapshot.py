@@ -121,6 +121,19 @@ class IndexSnapshot:
         hits = [h for c in self.select(collections) for h in c.dense_top(vector, k)]
         return sorted(hits, key=lambda h: -h[1])[:k]
 
+    def bm25_scores_of(
+        self, chunks: Sequence[Chunk], terms: Sequence[tuple[str, float]], field_weight: float = 0.0
+    ) -> list[float]:
+        """The BM25 score of each given chunk (for chunks the BM25 branch did not return)."""
+        by_collection: dict[str, np.ndarray] = {}
+        scores = []
+        for chunk in chunks:
+            collection = self.collections[chunk.collection]
+            if chunk.collection not in by_collection:
+                by_collection[chunk.collection] = collection.bm25_scores(terms, field_weight)
+            scores.append(float(by_collection[chunk.collection][collection.rows[chunk.chunk_id]]))
+        return scores
+
     def embedding(self, chunk: Chunk) -> np.ndarray:
         """The stored embedding of ``chunk`` (for MMR and other diversity-aware selection)."""
         collection = self.collections[chunk.collection]

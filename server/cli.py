@@ -108,9 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``docfinder`` script."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
-    )
+    level = logging.INFO if args.verbose else logging.ERROR
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("bm25s").setLevel(level)  # it logs each index build at DEBUG on its own handler
     try:
         settings = load_settings(args.config, index_dir=getattr(args, "index", None))
         return _dispatch(args, settings)

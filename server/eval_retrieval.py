@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from index_build.beir import BeirDataset, index_corpus, load_split
 from index_build.builder import IngestProgress, NoProgress
@@ -36,8 +38,8 @@ from server.service import ingest_options
 from server.settings import Settings
 
 DEPTH = 100
-DENSE_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)
-FIELD_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+DENSE_WEIGHTS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+FIELD_WEIGHTS = (0.0, 0.25, 0.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ class Row:
     fusion: str | None = None
     expansion: bool = False
     reranker: bool = False
+    fields: bool = True
 
 
 def evaluate_retrieval(
@@ -86,7 +89,7 @@ def evaluate_retrieval(
     tuned: dict[str, Any] = {"split": None}
     train = dataset_dir / "qrels" / "train.tsv"
     if tune and split != "train" and train.is_file():
-        tuned = _tune(snapshot, embedder, load_split(dataset_dir, "train"), base)
+        tuned = _tune(snapshot, embedder, load_split(dataset_dir, "train"))
         base = replace(
             base, dense_weight=tuned["convex_dense_weight"], field_weight=tuned["bm25_field_weight"]
         )
@@ -96,6 +99,8 @@ def evaluate_retrieval(
     results = []
     for row in rows:
         config = replace(base, fusion=row.fusion or base.fusion)
+        if not row.fields:
+            config = replace(config, field_weight=0.0)
         if row.reranker:
             config = replace(config, candidates=rerank_candidates)
         results.append(
@@ -139,7 +144,11 @@ def evaluate_retrieval(
 def _rows(modes: Sequence[str], with_reranker: bool) -> list[Row]:
     rows = []
     if "bm25" in modes:
-        rows += [Row("bm25", "bm25"), Row("bm25+expansion", "bm25", expansion=True)]
+        rows += [
+            Row("bm25", "bm25", fields=False),
+            Row("bm25+fields", "bm25"),
+            Row("bm25+fields+expansion", "bm25", expansion=True),
+        ]
     if "dense" in modes:
         rows.append(Row("dense", "dense"))
     if "hybrid" in modes:
@@ -194,6 +203,7 @@ def _measure(
         "fusion": row.fusion,
         "expansion": row.expansion,
         "reranker": row.reranker,
+        "bm25_field_weight": config.field_weight if row.mode != "dense" else None,
         **metrics(dataset.qrels, run),
         "latency_ms": {
             "p50": round(statistics.median(latencies), 3),
@@ -214,45 +224,51 @@ def metrics(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) 
     return {name: round(float(values[measure]), 4) for name, measure in measures.items()}
 
 
-def _tune(
-    snapshot: IndexSnapshot, embedder: Embedder, train: BeirDataset, base: RetrievalConfig
-) -> dict[str, Any]:
-    """Pick the convex dense weight and the BM25 field weight by nDCG@10 on the train split.
+def _tune(snapshot: IndexSnapshot, embedder: Embedder, train: BeirDataset) -> dict[str, Any]:
+    """Pick the convex dense weight and the BM25 title/heading weight jointly, by nDCG@10 on train.
 
-    The branches do not depend on these weights, so each query's branches are computed once
-    and only the cheap fusion step is repeated per candidate weight.
+    Exactly the production path (HNSW dense candidates, BM25 candidates, each completed with
+    its true score in the other branch, convex fusion), but the per-query scores are computed
+    once and only the cheap fusion is repeated for each pair of weights.
     """
-    branches = {}
+    (collection,) = snapshot.collections.values()
+    prepared = []
     for qid, query in train.queries.items():
         terms = expand(query, None).terms
         vector = embedder.embed_query(query)
-        branches[qid] = {
-            weight: snapshot.bm25_top(terms, DEPTH, field_weight=weight) for weight in FIELD_WEIGHTS
-        } | {"dense": snapshot.dense_top(vector, DEPTH)}
+        dense = {collection.rows[c.chunk_id]: s for c, s in collection.dense_top(vector, DEPTH)}
+        body, fields = collection.bm25_scores(terms), collection.bm25_scores(terms, 1.0)
+        prepared.append((qid, vector, dense, body, fields - body))
 
-    def ndcg(build: Callable[[dict], list[tuple[str, float]]]) -> float:
-        run = {qid: dict(build(b)) for qid, b in branches.items()}
-        return metrics(train.qrels, run)["ndcg@10"]
-
-    field_scores = {
-        weight: ndcg(lambda b, w=weight: [(c.chunk_id, s) for c, s in b[w]]) for weight in FIELD_WEIGHTS
-    }
-    field_weight = max(field_scores, key=lambda w: (field_scores[w], -w))
-
-    def convex(b: dict, dense_weight: float) -> list[tuple[str, float]]:
-        bm25 = [BranchHit(c.chunk_id, s, r) for r, (c, s) in enumerate(b[field_weight])]
-        dense = [BranchHit(c.chunk_id, s, r) for r, (c, s) in enumerate(b["dense"])]
-        return fuse("convex", bm25, dense, dense_weight=dense_weight)
-
-    convex_scores = {w: ndcg(lambda b, w=w: convex(b, w)) for w in DENSE_WEIGHTS}
-    dense_weight = max(convex_scores, key=lambda w: (convex_scores[w], -abs(w - 0.5)))
+    keys = [c.chunk_id for c in collection.chunks]
+    results: dict[tuple[float, float], float] = {}
+    for field_weight in FIELD_WEIGHTS:
+        per_query = []
+        for qid, vector, dense, body, fields in prepared:
+            bm25_all = body + field_weight * fields
+            top_bm25 = [int(i) for i in np.argsort(-bm25_all)[:DEPTH] if bm25_all[i] > 0]
+            union = list(dict.fromkeys([*dense, *top_bm25]))
+            dense_scores = {r: dense.get(r, float(collection.embeddings[r] @ vector)) for r in union}
+            bm25_scores = {r: float(bm25_all[r]) for r in union}
+            per_query.append((qid, union, dense_scores, bm25_scores))
+        for dense_weight in DENSE_WEIGHTS:
+            run = {}
+            for qid, union, dense_scores, bm25_scores in per_query:
+                fused = fuse(
+                    "convex",
+                    [BranchHit(str(r), bm25_scores[r], i) for i, r in enumerate(union)],
+                    [BranchHit(str(r), dense_scores[r], i) for i, r in enumerate(union)],
+                    dense_weight=dense_weight,
+                )
+                run[qid] = {keys[int(r)]: score for r, score in fused[:DEPTH]}
+            results[(field_weight, dense_weight)] = metrics(train.qrels, run)["ndcg@10"]
+    field_weight, dense_weight = max(results, key=lambda k: (results[k], -k[0], -abs(k[1] - 0.5)))
     return {
         "split": "train",
         "queries": len(train.queries),
         "bm25_field_weight": field_weight,
-        "bm25_field_weight_ndcg@10": {str(k): v for k, v in field_scores.items()},
         "convex_dense_weight": dense_weight,
-        "convex_dense_weight_ndcg@10": {str(k): v for k, v in convex_scores.items()},
+        "ndcg@10": {f"field={f} dense={d}": v for (f, d), v in sorted(results.items())},
     }
 
 

@@ -79,14 +79,14 @@ class Settings(BaseSettings):
     )
     fusion_alpha: float = Field(0.7, ge=0, le=1, description="α of the reference fusion formula.")
     convex_dense_weight: float = Field(
-        0.5, ge=0, le=1, description="Weight on the dense branch in convex fusion (tuned on SciFact train)."
+        0.55, ge=0, le=1, description="Weight on the dense branch in convex fusion (tuned on SciFact train)."
     )
     rrf_k: int = Field(60, ge=1, description="k of reciprocal rank fusion.")
     mmr_lambda: float = Field(
         1.0, ge=0, le=1, description="MMR trade-off on the dense branch; 1 = plain similarity order."
     )
     bm25_field_weight: float = Field(
-        0.0, ge=0, description="Extra weight of title/heading matches over body matches in BM25."
+        0.25, ge=0, description="Extra weight of title/heading matches in BM25 (tuned on SciFact train)."
     )
     glossary_path: Path | None = Field(
         None, description="YAML/JSON glossary (SKOS-like) for query expansion."

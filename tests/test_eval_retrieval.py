@@ -92,7 +92,7 @@ def test_eval_retrieval_reports_every_configuration(tmp_path, capsys):
     assert report["queries"] == 3 and report["index"]["chunks"] == 6
     names = [row["name"] for row in report["rows"]]
     assert names == [
-        "bm25", "bm25+expansion", "dense",
+        "bm25", "bm25+fields", "bm25+fields+expansion", "dense",
         "hybrid-reference", "hybrid-reference+expansion", "hybrid-rrf", "hybrid-rrf+expansion",
         "hybrid-convex", "hybrid-convex+expansion",
     ]  # fmt: skip
@@ -109,5 +109,5 @@ def test_eval_retrieval_reports_every_configuration(tmp_path, capsys):
     assert main([*args, "--mode", "bm25", "--no-tune", "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["index"]["version"] == version
-    assert [row["name"] for row in again["rows"]] == ["bm25", "bm25+expansion"]
+    assert [row["name"] for row in again["rows"]] == ["bm25", "bm25+fields", "bm25+fields+expansion"]
     assert again["tuned_on_train"] == {"split": None}

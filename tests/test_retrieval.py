@@ -43,12 +43,26 @@ def steps(result):
 
 def test_hybrid_trace_names_every_stage_and_says_when_no_reranker_runs(index_dir, embedder):
     result = retrieve(open_live(index_dir), embedder, SearchRequest.of("proposal deadline"))
-    assert steps(result) == ["bm25", "encode_query", "dense", "rerank", "fuse", "select"]
-    rerank = result.trace[3]
+    assert steps(result) == ["bm25", "encode_query", "dense", "complete_scores", "rerank", "fuse", "select"]
+    rerank = result.trace[4]
     assert rerank["reranker"] is None and "branch scores" in rerank["note"]
-    assert result.trace[4]["method"] == "convex"
+    assert result.trace[5]["method"] == "convex"
     assert all(s["ms"] >= 0 for s in result.trace)
     assert {"bm25", "dense"} <= set(result.hits[0].branch_scores)
+
+
+def test_convex_fusion_gives_single_branch_candidates_their_true_other_score(index_dir, embedder):
+    snapshot = open_live(index_dir)
+    config = RetrievalConfig(candidates=2, cap=10)
+    result = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline", k=10), config)
+    completed = result.trace[3]
+    assert completed["added_dense"] + completed["added_bm25"] > 0
+    vector = embedder.embed_query("proposal deadline")
+    for hit in result.hits:
+        assert {"bm25", "dense"} <= set(hit.branch_scores)
+        assert hit.branch_scores["dense"] == pytest.approx(
+            float(snapshot.embedding(hit.chunk) @ vector), abs=1e-4
+        )
 
 
 def test_cap_and_minimum_score(index_dir, embedder):
