@@ -40,6 +40,7 @@ from server.settings import Settings
 DEPTH = 100
 DENSE_WEIGHTS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
 FIELD_WEIGHTS = (0.0, 0.25, 0.5)
+MMR_LAMBDA = 0.7
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,7 @@ class Row:
     expansion: bool = False
     reranker: bool = False
     fields: bool = True
+    mmr: bool = False
 
 
 def evaluate_retrieval(
@@ -101,6 +103,8 @@ def evaluate_retrieval(
         config = replace(base, fusion=row.fusion or base.fusion)
         if not row.fields:
             config = replace(config, field_weight=0.0)
+        if row.mmr:
+            config = replace(config, mmr_lambda=MMR_LAMBDA)
         if row.reranker:
             config = replace(config, candidates=rerank_candidates)
         results.append(
@@ -150,7 +154,7 @@ def _rows(modes: Sequence[str], with_reranker: bool) -> list[Row]:
             Row("bm25+fields+expansion", "bm25", expansion=True),
         ]
     if "dense" in modes:
-        rows.append(Row("dense", "dense"))
+        rows += [Row("dense", "dense"), Row("dense+mmr", "dense", mmr=True)]
     if "hybrid" in modes:
         for fusion in ("reference", "rrf", "convex"):
             rows += [
@@ -204,6 +208,7 @@ def _measure(
         "expansion": row.expansion,
         "reranker": row.reranker,
         "bm25_field_weight": config.field_weight if row.mode != "dense" else None,
+        "mmr_lambda": config.mmr_lambda if row.mode != "bm25" else None,
         **metrics(dataset.qrels, run),
         "latency_ms": {
             "p50": round(statistics.median(latencies), 3),

@@ -58,3 +58,35 @@ def write_sample_corpus(root: Path) -> Path:
     (root / "helpdesk.txt").write_text(TEXT)
     write_docx(root / "pipeline.docx")
     return root
+
+
+def write_text_pdf(path: Path, heading: str, paragraphs: list[str], password: str | None = None) -> None:
+    """A one-page PDF with a bold heading and body lines in the standard Helvetica fonts.
+
+    With ``password`` the file is encrypted (AES-128) and cannot be opened without it.
+    """
+    import pikepdf
+
+    pdf = pikepdf.new()
+    fonts = pikepdf.Dictionary(
+        F1=pikepdf.Dictionary(
+            Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name("/Helvetica")
+        ),
+        F2=pikepdf.Dictionary(
+            Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name("/Helvetica-Bold")
+        ),
+    )
+    commands = [f"BT /F2 16 Tf 72 720 Td ({heading}) Tj ET"]
+    y = 690
+    for paragraph in paragraphs:
+        commands.append(f"BT /F1 10 Tf 72 {y} Td ({paragraph}) Tj ET")
+        y -= 14
+    page = pikepdf.Dictionary(
+        Type=pikepdf.Name.Page,
+        MediaBox=[0, 0, 612, 792],
+        Resources=pikepdf.Dictionary(Font=fonts),
+        Contents=pdf.make_stream("\n".join(commands).encode("latin-1")),
+    )
+    pdf.pages.append(pikepdf.Page(page))
+    encryption = pikepdf.Encryption(owner=password, user=password, aes=True, R=4) if password else False
+    pdf.save(path, encryption=encryption)

@@ -92,7 +92,7 @@ def test_eval_retrieval_reports_every_configuration(tmp_path, capsys):
     assert report["queries"] == 3 and report["index"]["chunks"] == 6
     names = [row["name"] for row in report["rows"]]
     assert names == [
-        "bm25", "bm25+fields", "bm25+fields+expansion", "dense",
+        "bm25", "bm25+fields", "bm25+fields+expansion", "dense", "dense+mmr",
         "hybrid-reference", "hybrid-reference+expansion", "hybrid-rrf", "hybrid-rrf+expansion",
         "hybrid-convex", "hybrid-convex+expansion",
     ]  # fmt: skip
@@ -111,3 +111,16 @@ def test_eval_retrieval_reports_every_configuration(tmp_path, capsys):
     assert again["index"]["version"] == version
     assert [row["name"] for row in again["rows"]] == ["bm25", "bm25+fields", "bm25+fields+expansion"]
     assert again["tuned_on_train"] == {"split": None}
+
+
+def test_eval_retrieval_adds_rerank_rows_with_a_cross_encoder(tmp_path, capsys):
+    from tests.tiny_models import build_tiny_cross_encoder
+
+    dataset = write_beir(tmp_path / "tinybeir")
+    reranker = build_tiny_cross_encoder(tmp_path / "tiny-ce")
+    args = ["eval", "retrieval", "--dataset", str(dataset), "--cache", str(tmp_path / "cache")]
+    assert main([*args, "--mode", "hybrid", "--reranker", str(reranker), "--no-tune", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    rerank_rows = [row for row in report["rows"] if row["reranker"]]
+    assert [row["name"] for row in rerank_rows] == ["rerank-reference", "rerank-rrf", "rerank-convex"]
+    assert report["reranker"] == reranker.name

@@ -16,7 +16,7 @@ from pipeline.retrieval import SearchRequest, retrieve
 from server.cli import EXIT_PARTIAL, main
 from server.service import DocfinderService
 from server.settings import load_settings
-from tests.samples import MARKDOWN
+from tests.samples import MARKDOWN, write_text_pdf
 
 
 def top(snapshot, embedder, query, mode="hybrid", k=3, collections=None):
@@ -58,6 +58,10 @@ def test_html_tables_stay_tables(sample_corpus, tmp_path, embedder):
 
 
 def test_bad_files_are_reported_and_the_rest_is_indexed(sample_corpus, tmp_path, capsys):
+    write_text_pdf(
+        sample_corpus / "transporter.pdf", "Antenna Transporter", ["The transporter moves antennas."]
+    )
+    write_text_pdf(sample_corpus / "locked.pdf", "Secret", ["Nobody reads this."], password="s3cret")
     (sample_corpus / "corrupt.pdf").write_bytes(b"%PDF-1.7\n" + os.urandom(2048))
     (sample_corpus / "empty.md").write_bytes(b"")
     (sample_corpus / "junk.bin").write_bytes(os.urandom(4096))
@@ -67,10 +71,11 @@ def test_bad_files_are_reported_and_the_rest_is_indexed(sample_corpus, tmp_path,
     report = json.loads(capsys.readouterr().out)
 
     assert status == EXIT_PARTIAL
-    assert report["documents"] == 4
+    assert report["documents"] == 5  # the four sample documents and the good PDF
     reasons = {Path(f["path"]).name: f["reason"] for f in report["failures"]}
-    assert set(reasons) == {"corrupt.pdf", "empty.md", "junk.bin", "garbage.txt"}
+    assert set(reasons) == {"corrupt.pdf", "locked.pdf", "empty.md", "junk.bin", "garbage.txt"}
     assert "corrupt" in reasons["corrupt.pdf"]
+    assert reasons["locked.pdf"] == "encrypted PDF (password required)"
     assert reasons["empty.md"] == "empty file"
     assert "unsupported file type '.bin'" in reasons["junk.bin"]
     assert "binary" in reasons["garbage.txt"]
