@@ -39,6 +39,7 @@ from index_build.version import (
 )
 from pipeline.errors import DocumentError, IndexNotFoundError
 from pipeline.protocols import Embedder
+from pipeline.sparse import DEFAULT_THRESHOLD
 from pipeline.types import Chunk, passage_text
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class IngestOptions:
     bm25: Bm25Params = field(default_factory=Bm25Params)
     keep_versions: int = 3
     pdf_models_dir: Path | None = None
+    sparse_threshold: float = DEFAULT_THRESHOLD
 
 
 class IngestProgress(Protocol):
@@ -241,6 +243,7 @@ def _convert(
         source=str(source.path),
         tokenizer=embedder.tokenizer,
         options=options.chunking,
+        embed=embedder.embed if options.chunking.method == "semantic" else None,
     )
     if not chunks:
         raise DocumentError("no text to index")
@@ -320,9 +323,12 @@ def write_version(
     for record, chunks, embeddings in parts:
         collections.setdefault(record.collection, CollectionData(record.collection)).chunks.extend(chunks)
         vectors.setdefault(record.collection, []).append(embeddings)
+    sparse = {}
     for name, data in collections.items():
         data.embeddings = np.vstack(vectors[name]).astype(np.float32)
-        write_collection(build / COLLECTIONS / name, data, options.bm25)
+        sparse[name] = write_collection(
+            build / COLLECTIONS / name, data, options.bm25, options.sparse_threshold
+        )
     write_manifest(
         build,
         version_id=version_id,
@@ -335,6 +341,7 @@ def write_version(
         bm25=options.bm25,
         files=[record for record, _, _ in parts],
         collections={name: len(data.chunks) for name, data in collections.items()},
+        sparse=sparse,
     )
     publish(index_dir, build, version_id)
     prune_versions(index_dir, options.keep_versions)

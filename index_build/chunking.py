@@ -10,20 +10,34 @@ heading path too, because that is what gets embedded.
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
 
 from index_build.document import Block, ParsedDocument
 from pipeline.protocols import Tokenizer
 from pipeline.types import Chunk, passage_text
 
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])")
+
 
 @dataclass(frozen=True, slots=True)
 class ChunkingOptions:
-    """Chunk size in embedder tokens, and the overlap between windows of one long paragraph."""
+    """Chunk size in embedder tokens, overlap of long-paragraph windows, and the chunker.
+
+    ``method="semantic"`` also splits a section where the similarity of adjacent sentences
+    drops below the ``semantic_percentile``-th percentile of that section's similarities
+    (as the chunk-match library does); headings still always split.
+    """
 
     max_tokens: int = 256
     overlap_tokens: int = 32
     min_body_tokens: int = 64
+    method: Literal["headings", "semantic"] = "headings"
+    semantic_percentile: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +55,31 @@ def chunk_document(
     source: str,
     tokenizer: Tokenizer,
     options: ChunkingOptions,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> list[Chunk]:
-    """Split a parsed document into chunks that fit the embedder's window."""
+    """Split a parsed document into chunks that fit the embedder's window.
+
+    ``embed`` (sentences → unit vectors) is needed by the semantic chunker only.
+    """
+    if options.method == "semantic" and embed is None:
+        raise ValueError("the semantic chunker needs an embed function")
     chunks: list[Chunk] = []
     headings: list[tuple[int, str]] = []
     section: list[Block] = []
 
     def flush() -> None:
         path = tuple(text for _, text in headings)
-        for body, first, last in _pack_section(section, document.title, path, tokenizer, options):
+        groups = (
+            semantic_groups(section, embed, options.semantic_percentile)
+            if embed and options.method == "semantic"
+            else [section]
+        )
+        packed = [
+            piece
+            for group in groups
+            for piece in _pack_section(group, document.title, path, tokenizer, options)
+        ]
+        for body, first, last in packed:
             full = passage_text(document.title, path, body)
             chunks.append(
                 Chunk(
@@ -76,6 +106,44 @@ def chunk_document(
             section.append(block)
     flush()
     return chunks
+
+
+def semantic_groups(
+    blocks: list[Block], embed: Callable[[list[str]], np.ndarray], percentile: float
+) -> list[list[Block]]:
+    """Split a section's blocks into topic groups at drops in adjacent-sentence similarity.
+
+    Text blocks are split into sentences; tables stay whole. A group ends before unit
+    ``i + 1`` when ``sim(i, i + 1)`` is below the given percentile of the section's adjacent
+    similarities. Consecutive sentences of a group are joined back into one text block.
+    """
+    units = [
+        Block("text", sentence, block.page) if block.kind == "text" else block
+        for block in blocks
+        for sentence in (_SENTENCES.split(block.text) if block.kind == "text" else [block.text])
+        if sentence.strip()
+    ]
+    if len(units) < 3:
+        return [blocks] if blocks else []
+    vectors = embed([u.text for u in units])
+    similarities = np.sum(vectors[:-1] * vectors[1:], axis=1)
+    cut = float(np.percentile(similarities, percentile))
+    groups: list[list[Block]] = [[units[0]]]
+    for unit, similarity in zip(units[1:], similarities):
+        if similarity < cut:
+            groups.append([])
+        groups[-1].append(unit)
+    return [_rejoin(group) for group in groups]
+
+
+def _rejoin(units: list[Block]) -> list[Block]:
+    blocks: list[Block] = []
+    for unit in units:
+        if blocks and unit.kind == "text" and blocks[-1].kind == "text" and blocks[-1].page == unit.page:
+            blocks[-1] = Block("text", f"{blocks[-1].text} {unit.text}", unit.page)
+        else:
+            blocks.append(unit)
+    return blocks
 
 
 def _pack_section(

@@ -145,11 +145,29 @@ def _standard_pdf_option(models_dir: Path) -> Any:
 
 def docling_to_parsed(doc: Any, fallback_title: str) -> ParsedDocument:
     """Flatten a ``DoclingDocument`` into heading, text and Markdown table blocks."""
-    from docling_core.types.doc import DocItemLabel, SectionHeaderItem, TableItem, TextItem, TitleItem
+    from docling_core.types.doc import (
+        DocItemLabel,
+        GroupLabel,
+        SectionHeaderItem,
+        TableItem,
+        TextItem,
+        TitleItem,
+    )
 
     blocks: list[Block] = []
     title = ""
+    inline_group = None  # the inline group (a paragraph with inline code or links) being joined
     for item, _depth in doc.iterate_items():
+        parent = item.parent.resolve(doc) if item.parent is not None else None
+        in_inline = getattr(parent, "label", None) == GroupLabel.INLINE
+        if in_inline and isinstance(item, TextItem) and inline_group == item.parent.cref and blocks:
+            # Pieces of one paragraph: join them, without a space before punctuation.
+            text = item.text.strip()
+            separator = "" if text[:1] in ",.;:!?)" else " "
+            last = blocks[-1]
+            blocks[-1] = Block(last.kind, last.text + separator + text, last.page)
+            continue
+        inline_group = item.parent.cref if in_inline else None
         page = item.prov[0].page_no if getattr(item, "prov", None) else 0
         if isinstance(item, TitleItem):
             title = title or item.text.strip()

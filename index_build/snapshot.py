@@ -20,9 +20,11 @@ from index_build.version import (
     read_chunks,
     read_files,
     read_manifest,
+    read_sparse,
     verify_checksums,
 )
 from pipeline.errors import IndexCorruptError, InvalidRequestError
+from pipeline.sparse import SparseSet, rank_sparse
 from pipeline.types import Chunk
 
 
@@ -41,6 +43,7 @@ class CollectionIndex:
     bm25_fields: Any
     vectors: Any
     rows: dict[str, int]
+    sparse: SparseSet
 
     def bm25_scores(self, terms: Sequence[tuple[str, float]], field_weight: float = 0.0) -> np.ndarray:
         """BM25 score of every chunk for weighted, already-analysed terms.
@@ -74,6 +77,12 @@ class CollectionIndex:
             return []
         matches = self.vectors.search(vector, min(k, len(self.chunks)))
         return [(self.chunks[int(key)], 1.0 - float(d)) for key, d in zip(matches.keys, matches.distances)]
+
+    def sparse_top(self, vector: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
+        """The ``k`` sparse-information chunks closest to the query (see :mod:`pipeline.sparse`)."""
+        return [
+            (self.chunks[row], score) for row, score in rank_sparse(vector, self.embeddings, self.sparse, k)
+        ]
 
 
 def _top_k(chunks: tuple[Chunk, ...], scores: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
@@ -119,6 +128,11 @@ class IndexSnapshot:
     def dense_top(self, vector: np.ndarray, k: int, collections: Iterable[str] | None = None):
         """Dense candidates from each chosen collection, merged by cosine similarity."""
         hits = [h for c in self.select(collections) for h in c.dense_top(vector, k)]
+        return sorted(hits, key=lambda h: -h[1])[:k]
+
+    def sparse_top(self, vector: np.ndarray, k: int, collections: Iterable[str] | None = None):
+        """Sparse-information candidates from each chosen collection, merged by similarity."""
+        hits = [h for c in self.select(collections) for h in c.sparse_top(vector, k)]
         return sorted(hits, key=lambda h: -h[1])[:k]
 
     def bm25_scores_of(
@@ -168,6 +182,7 @@ def open_version(version_dir: Path, *, verify: bool = True) -> IndexSnapshot:
             bm25_fields=bm25s.BM25.load(str(directory / "bm25_fields"), mmap=False, show_progress=False),
             vectors=vectors,
             rows={c.chunk_id: i for i, c in enumerate(chunks)},
+            sparse=read_sparse(directory),
         )
     return IndexSnapshot(
         version_id=manifest["version"],

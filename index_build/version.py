@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import IndexCorruptError
+from pipeline.sparse import DEFAULT_THRESHOLD, SparseSet, find_sparse
 from pipeline.text import analyze_many
 from pipeline.types import Chunk, passage_text
 
@@ -62,8 +63,13 @@ class CollectionData:
     embeddings: np.ndarray | None = None
 
 
-def write_collection(directory: Path, data: CollectionData, bm25: Bm25Params) -> None:
-    """Write chunks, embeddings, the BM25 index and the vector index of one collection."""
+def write_collection(
+    directory: Path, data: CollectionData, bm25: Bm25Params, sparse_threshold: float = DEFAULT_THRESHOLD
+) -> int:
+    """Write chunks, embeddings, BM25 indexes, vector index and sparse set of one collection.
+
+    Returns the number of chunks in the sparse-information set.
+    """
     import bm25s
     from usearch.index import Index, ScalarKind
 
@@ -90,6 +96,16 @@ def write_collection(directory: Path, data: CollectionData, bm25: Bm25Params) ->
     vectors.add(np.arange(len(data.chunks), dtype=np.uint64), embeddings)
     vectors.save(str(directory / "vectors.usearch"))
 
+    sparse = find_sparse([c.text for c in data.chunks], embeddings, sparse_threshold)
+    np.savez(directory / "sparse.npz", rows=sparse.rows, nearest=sparse.nearest, threshold=sparse.threshold)
+    return len(sparse.rows)
+
+
+def read_sparse(directory: Path) -> SparseSet:
+    """A collection's sparse-information set."""
+    with np.load(directory / "sparse.npz") as data:
+        return SparseSet(rows=data["rows"], nearest=data["nearest"], threshold=float(data["threshold"]))
+
 
 def write_manifest(
     version_dir: Path,
@@ -100,6 +116,7 @@ def write_manifest(
     bm25: Bm25Params,
     files: list[FileRecord],
     collections: dict[str, int],
+    sparse: dict[str, int],
 ) -> dict[str, Any]:
     """Write ``files.json`` and ``manifest.json`` (with a checksum of every other file)."""
     (version_dir / FILES).write_text(json.dumps([asdict(f) for f in files], indent=1, ensure_ascii=False))
@@ -123,6 +140,7 @@ def write_manifest(
                 name: {
                     "documents": sum(1 for f in files if f.collection == name),
                     "chunks": count,
+                    "sparse_chunks": sparse[name],
                 }
                 for name, count in sorted(collections.items())
             },

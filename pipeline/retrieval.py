@@ -26,8 +26,8 @@ from pipeline.mmr import mmr_select
 from pipeline.protocols import Embedder
 from pipeline.types import Chunk, SearchHit, passage_text
 
-SearchMode = Literal["bm25", "dense", "hybrid"]
-SEARCH_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
+SearchMode = Literal["bm25", "dense", "hybrid", "sparse"]
+SEARCH_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid", "sparse")
 
 
 class SearchableIndex(Protocol):
@@ -42,6 +42,10 @@ class SearchableIndex(Protocol):
     ) -> list[tuple[Chunk, float]]: ...
 
     def dense_top(
+        self, vector: np.ndarray, k: int, collections: Sequence[str] | None = None
+    ) -> list[tuple[Chunk, float]]: ...
+
+    def sparse_top(
         self, vector: np.ndarray, k: int, collections: Sequence[str] | None = None
     ) -> list[tuple[Chunk, float]]: ...
 
@@ -133,7 +137,7 @@ def retrieve(
             and reranker is None
         ):
             bm25, dense = _complete_scores(index, bm25, dense, terms, vector, config.field_weight, tracer)
-        for name, hits in (("bm25", bm25), ("dense", dense)):
+        for name, hits in (("bm25", bm25), ("sparse" if request.mode == "sparse" else "dense", dense)):
             for chunk, score in hits:
                 chunks[chunk.chunk_id] = chunk
                 scores = branch_scores.setdefault(chunk.chunk_id, {})
@@ -186,10 +190,15 @@ def _branches(
             field_weight=config.field_weight,
             candidates=_brief(bm25),
         )
-    if request.mode in ("dense", "hybrid"):
+    if request.mode in ("dense", "hybrid", "sparse"):
         started = time.perf_counter()
         vector = embedder.embed_query(query)
         tracer.record("encode_query", started, query=query)
+    if request.mode == "sparse":
+        started = time.perf_counter()
+        dense = index.sparse_top(vector, depth, request.collections)
+        tracer.record("sparse", started, query=query, candidates=_brief(dense))
+    elif request.mode in ("dense", "hybrid"):
         started = time.perf_counter()
         diverse = config.mmr_lambda < 1.0
         pool = index.dense_top(vector, depth * config.mmr_pool if diverse else depth, request.collections)
@@ -258,7 +267,7 @@ def _rank(
         tracer.record("rerank", started, reranker=reranker.name, scored=len(union))
 
     started = time.perf_counter()
-    if request.mode == "bm25" or request.mode == "dense":
+    if request.mode != "hybrid":
         hits = bm25_hits if request.mode == "bm25" else dense_hits
         ranking = sorted(((h.key, h.score) for h in hits), key=lambda item: -item[1])
         tracer.record("fuse", started, method=None, mode=request.mode)

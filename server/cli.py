@@ -17,17 +17,23 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from pipeline.context import CONTEXT_SELECTIONS
 from pipeline.errors import ConfigurationError, DocfinderError
+from pipeline.ordering import CONTEXT_ORDERS
 from pipeline.retrieval import SEARCH_MODES
 from server.cli_output import (
     RichIngestProgress,
+    context_to_json,
     hit_to_json,
+    print_context,
+    print_context_report,
     print_eval_report,
     print_hits,
     print_index_info,
     print_ingest_report,
     print_trace,
 )
+from server.factories import context_config
 from server.settings import Settings, load_settings
 
 EXIT_ERROR = 1
@@ -66,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--domain", help="question domain whose collection boosts apply (setting: domains)")
     search.add_argument("--json", action="store_true", help="print hits as JSON")
     search.add_argument("--trace", action="store_true", help="show what each retrieval stage did")
+    search.add_argument("--context", action="store_true", help="also assemble the LLM context from the hits")
+    search.add_argument("--select", choices=CONTEXT_SELECTIONS, help="context selection (default: setting)")
+    search.add_argument("--order", choices=CONTEXT_ORDERS, help="context order (default: setting)")
+    search.add_argument("--budget", type=int, help="context token budget (default: setting)")
 
     index = commands.add_parser("index", help="inspect the index").add_subparsers(
         dest="index_command", required=True
@@ -102,6 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     retrieval.add_argument("--max-queries", type=int, help="evaluate only the first N queries (quick checks)")
     retrieval.add_argument("--json", action="store_true", help="print the full report as JSON")
+    context = evaluate.add_parser(
+        "context", help="gold-document and answer-figure recall of each context strategy"
+    )
+    context.add_argument("--dataset", type=Path, required=True, help="folder with docs/ and the question CSV")
+    context.add_argument("--questions", default="qna_dev.csv", help="question CSV inside the dataset folder")
+    context.add_argument(
+        "--budget", type=int, action="append", dest="budgets", help="token budget (repeatable)"
+    )
+    context.add_argument(
+        "--cache", type=Path, default=Path(".docfinder/eval"), help="where the index is cached"
+    )
+    context.add_argument("--json", action="store_true", help="print the full report as JSON")
     return parser
 
 
@@ -130,9 +152,30 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _ingest(args, settings)
     if args.command == "search":
         return asyncio.run(_search(args, settings))
+    if args.command == "eval" and args.eval_command == "context":
+        return _eval_context(args, settings)
     if args.command == "eval":
         return _eval_retrieval(args, settings)
     return asyncio.run(_index_info(args, settings))
+
+
+def _eval_context(args: argparse.Namespace, settings: Settings) -> int:
+    from server.eval_context import BUDGETS, evaluate_context
+
+    with RichIngestProgress(err, enabled=err.is_terminal) as progress:
+        report = evaluate_context(
+            args.dataset,
+            settings,
+            questions_file=args.questions,
+            budgets=args.budgets or BUDGETS,
+            cache_dir=args.cache,
+            progress=progress,
+        )
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_context_report(Console(), report)
+    return 0
 
 
 def _eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
@@ -184,6 +227,12 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
     from server.service import DocfinderService
 
+    wants_context = args.context or any(v is not None for v in (args.select, args.order, args.budget))
+    context = (
+        context_config(settings, selection=args.select, order=args.order, budget_tokens=args.budget)
+        if wants_context
+        else None
+    )
     async with DocfinderService(settings) as service:
         result = await service.search(
             args.query,
@@ -191,6 +240,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
             mode=args.mode,
             collections=args.collections,
             domain=args.domain,
+            context=context,
         )
     if args.json:
         payload: dict[str, Any] = {
@@ -199,11 +249,15 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
             "version": result.version,
             "hits": [hit_to_json(h) for h in result.hits],
         }
+        if result.context is not None:
+            payload["context"] = context_to_json(result.context)
         if args.trace:
             payload["trace"] = result.trace
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         print_hits(Console(), result)
+        if result.context is not None:
+            print_context(Console(), result.context)
         if args.trace:
             print_trace(Console(), result.trace)
     return 0

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from index_build.builder import IngestReport
+from pipeline.context import Context
 from pipeline.types import SearchHit
 
 _LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings": "Embeddings"}
@@ -106,9 +107,11 @@ def print_trace(console: Console, trace: list[dict[str, Any]]) -> None:
     """One line per retrieval stage: its name, time and the details that matter most."""
     console.print("[bold]trace[/]")
     for step in trace:
-        details = {k: v for k, v in step.items() if k not in ("step", "ms", "candidates", "top", "kept")}
-        counts = {k: len(step[k]) for k in ("candidates", "top", "kept") if k in step}
-        console.print(f"  {step['step']:<13} {step['ms']:>8.2f} ms  {escape(str({**details, **counts}))}")
+        # Long lists (candidates, kept ids) are summarised by their length.
+        details = {k: len(v) if isinstance(v, list) and len(v) > 3 else v for k, v in step.items()}
+        details.pop("step")
+        details.pop("ms")
+        console.print(f"  {step['step']:<15} {step['ms']:>8.2f} ms  {escape(str(details))}")
 
 
 def print_eval_report(console: Console, report: dict[str, Any]) -> None:
@@ -135,3 +138,44 @@ def print_eval_report(console: Console, report: dict[str, Any]) -> None:
             f"tuned on train: convex dense weight {tuned['convex_dense_weight']}, "
             f"BM25 field weight {tuned['bm25_field_weight']}"
         )
+
+
+def context_to_json(context: Context) -> dict[str, Any]:
+    """The assembled context: pieces in order, each with its citation fields."""
+    return {
+        "tokens": context.tokens,
+        "pieces": [
+            {
+                "chunk_id": p.chunk.chunk_id,
+                "text": p.text,
+                "score": round(p.score, 6),
+                "group": p.group,
+                "source": p.chunk.source,
+                "pages": list(p.chunk.pages),
+                "heading_path": list(p.chunk.heading_path),
+            }
+            for p in context.pieces
+        ],
+    }
+
+
+def print_context(console: Console, context: Context) -> None:
+    """The context as the LLM would see it, each piece tagged with where it comes from."""
+    console.print(f"[bold]context[/] ({context.tokens} tokens, {len(context.pieces)} pieces)")
+    for piece in context.pieces:
+        console.print(f"  [dim]group {piece.group} · {escape(piece.chunk.citation_label())}[/]")
+        console.print(f"    {escape(' '.join(piece.text.split()))}")
+
+
+def print_context_report(console: Console, report: dict[str, Any]) -> None:
+    """Context-selection recall per strategy and budget."""
+    console.print(f"[bold]{escape(report['dataset'])}[/] {report['questions']} questions")
+    table = Table("strategy", "budget", "gold-doc recall", "answer-figure recall")
+    for run in report["runs"]:
+        table.add_row(
+            run["strategy"],
+            str(run["budget"]),
+            f"{run['gold_doc_recall']:.3f}",
+            f"{run['answer_figure_recall']:.3f}",
+        )
+    console.print(table)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from index_build.embedding import SentenceTransformerEmbedder, default_embedder_path
+from pipeline.context import ContextConfig
 from pipeline.expansion import Glossary, load_glossary
 from pipeline.protocols import Embedder
 from pipeline.retrieval import Reranker, RetrievalConfig
@@ -48,3 +52,21 @@ def retrieval_config(settings: Settings, *, reranking: bool) -> RetrievalConfig:
         synonym_weight=settings.expansion_synonym_weight,
         related_weight=settings.expansion_related_weight,
     )
+
+
+def context_config(settings: Settings, **overrides: Any) -> ContextConfig:
+    """Context selection and ordering from the settings, with per-call overrides (CLI flags)."""
+    front, back = settings.context_pingpong
+    config = ContextConfig(
+        selection=settings.context_selection,
+        order=settings.context_order,
+        budget_tokens=settings.context_budget_tokens,
+        mmr_alpha=settings.context_mmr_alpha,
+        mmr_window=settings.context_mmr_window,
+        fps_weight=settings.context_fps_weight,
+        pingpong_front=front,
+        pingpong_back=back,
+        top_sentences=settings.context_top_sentences,
+        cluster_within=settings.context_cluster_within,
+    )
+    return replace(config, **{k: v for k, v in overrides.items() if v is not None})

@@ -19,6 +19,7 @@ from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.version import Bm25Params
+from pipeline.context import Context, ContextConfig, build_context
 from pipeline.errors import InvalidRequestError
 from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
@@ -36,6 +37,7 @@ class SearchResult:
     version: str
     hits: list[SearchHit]
     trace: list[dict[str, Any]]
+    context: Context | None = None
 
 
 class DocfinderService:
@@ -56,7 +58,11 @@ class DocfinderService:
         self._reload_lock = threading.Lock()
 
     async def __aenter__(self) -> DocfinderService:
-        await asyncio.to_thread(self._current_snapshot)
+        def load() -> None:
+            self._current_snapshot()
+            self.embedder.embed_query("warm-up")  # load the model now, not on the first request
+
+        await asyncio.to_thread(load)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -90,10 +96,13 @@ class DocfinderService:
         collections: list[str] | None = None,
         domain: str | None = None,
         variants: list[str] | None = None,
+        context: ContextConfig | None = None,
     ) -> SearchResult:
         """Rank passages for ``query`` (and its ``variants``); all hits come from one index version.
 
-        ``domain`` picks the per-collection boosts configured for that question domain.
+        ``domain`` picks the per-collection boosts configured for that question domain. With
+        ``context``, the top ``context_candidates`` hits are also selected and ordered into
+        the LLM's context under its token budget.
         """
         if mode not in SEARCH_MODES:
             raise InvalidRequestError(
@@ -104,7 +113,7 @@ class DocfinderService:
             mode=mode,  # type: ignore[arg-type]
             collections=tuple(collections) if collections else None,
             boosts=self._boosts(domain),
-            k=k,
+            k=max(k or 0, self.settings.context_candidates) if context else k,
         )
 
         def run() -> SearchResult:
@@ -117,7 +126,19 @@ class DocfinderService:
                 reranker=self.reranker,
                 glossary=self.glossary,
             )
-            return SearchResult(query, mode, snapshot.version_id, result.hits, result.trace)
+            assembled = None
+            if context is not None:
+                assembled = build_context(
+                    result.hits,
+                    context,
+                    tokenizer=self.embedder.tokenizer,
+                    chunk_vector=snapshot.embedding,
+                    embed_texts=self.embedder.embed,
+                    query_vector=self.embedder.embed_query(query),
+                )
+            trace = result.trace + (assembled.trace if assembled else [])
+            hits = result.hits[:k] if k else result.hits
+            return SearchResult(query, mode, snapshot.version_id, hits, trace, assembled)
 
         # Query encoding, BM25 scoring and reranking are CPU-bound: keep them off the event loop.
         return await asyncio.to_thread(run)
@@ -150,11 +171,15 @@ def ingest_options(settings: Settings) -> IngestOptions:
     """The build parameters the settings ask for."""
     return IngestOptions(
         chunking=ChunkingOptions(
-            max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens
+            max_tokens=settings.chunk_tokens,
+            overlap_tokens=settings.chunk_overlap_tokens,
+            method=settings.chunker,
+            semantic_percentile=settings.semantic_percentile,
         ),
         bm25=Bm25Params(k1=settings.bm25_k1, b=settings.bm25_b),
         keep_versions=settings.keep_versions,
         pdf_models_dir=settings.pdf_models_dir,
+        sparse_threshold=settings.sparse_similarity_threshold,
     )
 
 

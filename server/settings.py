@@ -60,6 +60,21 @@ class Settings(BaseSettings):
     )
     chunk_tokens: int = Field(256, ge=32, le=8192, description="Chunk size in embedder tokens.")
     chunk_overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
+    chunker: Literal["headings", "semantic"] = Field(
+        "headings", description="headings: split at headings, then by tokens; semantic: also at topic shifts."
+    )
+    semantic_percentile: float = Field(
+        10.0,
+        gt=0,
+        lt=100,
+        description="Semantic chunker: split where adjacent-sentence similarity is this low.",
+    )
+    sparse_similarity_threshold: float = Field(
+        0.85,
+        gt=0,
+        le=1,
+        description="A chunk is sparse if no other chunk is this similar (and it has unique facts).",
+    )
     keep_versions: int = Field(
         3, ge=1, le=100, description="Index versions kept on disk, the live one included."
     )
@@ -99,6 +114,28 @@ class Settings(BaseSettings):
     )
     reranker_path: Path | None = Field(
         None, description="Local cross-encoder folder (e.g. bge-reranker-base); unset = no rerank."
+    )
+    context_selection: Literal["topk", "mmr", "fps", "sentences"] = Field(
+        "topk", description="How passages are chosen for the LLM's context under the token budget."
+    )
+    context_order: Literal["score", "document", "pingpong", "cluster"] = Field(
+        "score", description="How the selected context is ordered."
+    )
+    context_budget_tokens: int = Field(2000, ge=64, description="Token budget of the LLM's context (T_max).")
+    context_candidates: int = Field(
+        40, ge=1, description="Retrieved passages that context selection chooses from."
+    )
+    context_mmr_alpha: float = Field(0.7, ge=0, le=1, description="MMR relevance/diversity trade-off.")
+    context_mmr_window: int | None = Field(
+        None, ge=1, description="MMR compares with the last w selections only."
+    )
+    context_fps_weight: float = Field(0.5, ge=0, le=1, description="FPS: weight of the score against spread.")
+    context_pingpong: tuple[int, int] = Field((1, 1), description="Ping-pong placement m:n (front:back).")
+    context_top_sentences: int | None = Field(
+        None, ge=1, description="Keep only the top-n sentences (reranker)."
+    )
+    context_cluster_within: Literal["aggregation", "score"] = Field(
+        "aggregation", description="Order inside a sentence cluster."
     )
     domains: dict[str, dict[str, float]] = Field(
         default_factory=dict, description="Question domain → collection weights (w_coll) for retrieval."

@@ -1,0 +1,133 @@
+"""Orderings of the selected context, and the sentence-clustering order.
+
+- ``score``: best first.
+- ``document``: as the passages stand in their documents ("index sort").
+- ``pingpong``: the strongest items at both ends, the weakest in the middle, m at the
+  front then n at the back in turn: [A,B,C,D,E] with 1:1 → [A,C,E,D,B].
+- ``cluster``: passages split into sentences; near-duplicate sentences dropped (Jaccard ≥
+  0.9 on bags of words); optionally only the top-n sentences by score kept; sentence
+  embeddings clustered agglomeratively, the tree cut where the silhouette is highest;
+  clusters placed by their best similarity to the query, descending; inside a cluster,
+  sentences keep the order in which they were aggregated (or score order).
+
+A seed paper found the clustering order best and random order worst by far.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+import numpy as np
+
+ContextOrder = Literal["score", "document", "pingpong", "cluster"]
+CONTEXT_ORDERS: tuple[str, ...] = ("score", "document", "pingpong", "cluster")
+
+T = TypeVar("T")
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])")
+_WORD = re.compile(r"\w+")
+
+
+def order_ping_pong(ranked: Sequence[T], front: int = 1, back: int = 1) -> list[T]:
+    """Place items (given best first) alternately ``front`` at the start and ``back`` at the end."""
+    head: list[T] = []
+    tail: list[T] = []
+    i = 0
+    while i < len(ranked):
+        head.extend(ranked[i : i + front])
+        i += front
+        tail.extend(ranked[i : i + back])
+        i += back
+    return head + tail[::-1]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a passage; each Markdown table row counts as one sentence."""
+    sentences: list[str] = []
+    for block in text.split("\n"):
+        block = block.strip()
+        if not block or set(block) <= set("|-: "):
+            continue
+        if block.startswith("|"):
+            sentences.append(block)
+        else:
+            sentences.extend(s.strip() for s in _SENTENCE_END.split(block) if s.strip())
+    return sentences
+
+
+def jaccard(a: str, b: str) -> float:
+    """Jaccard similarity of the two texts' sets of lower-cased words."""
+    x, y = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    if not x and not y:
+        return 1.0
+    return len(x & y) / len(x | y)
+
+
+def dedupe(texts: Sequence[str], threshold: float = 0.9) -> list[int]:
+    """Indices of texts to keep: those under ``threshold`` Jaccard similarity to every earlier kept one."""
+    kept: list[int] = []
+    for i, text in enumerate(texts):
+        if all(jaccard(text, texts[j]) < threshold for j in kept):
+            kept.append(i)
+    return kept
+
+
+def cluster_by_silhouette(vectors: np.ndarray, max_clusters: int = 10) -> np.ndarray:
+    """Agglomerative (average-link, cosine) cluster labels, cut at the k with the best silhouette.
+
+    Fewer than three points, or no cut with a positive silhouette, give one cluster.
+    """
+    n = len(vectors)
+    if n < 3:
+        return np.zeros(n, dtype=int)
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from sklearn.metrics import silhouette_score
+
+    tree = linkage(vectors, method="average", metric="cosine")
+    best_labels, best_score = np.zeros(n, dtype=int), 0.0
+    for k in range(2, min(max_clusters, n - 1) + 1):
+        labels = fcluster(tree, k, criterion="maxclust")
+        if len(set(labels)) < 2:
+            continue
+        score = silhouette_score(vectors, labels, metric="cosine")
+        if score > best_score:
+            best_labels, best_score = labels - 1, score
+    return best_labels
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """A sentence of the selected context, with where it came from and its scores."""
+
+    text: str
+    source_key: str
+    position: int
+    score: float
+
+
+def cluster_order(
+    sentences: Sequence[Sentence],
+    vectors: np.ndarray,
+    query: np.ndarray,
+    *,
+    within: Literal["aggregation", "score"] = "aggregation",
+    max_clusters: int = 10,
+) -> list[list[Sentence]]:
+    """Group sentences by topic and order the groups by their best similarity to the query."""
+    if not sentences:
+        return []
+    labels = cluster_by_silhouette(vectors, max_clusters)
+    similarity = vectors @ query
+    groups: dict[int, list[int]] = {}
+    for i, label in enumerate(labels):
+        groups.setdefault(int(label), []).append(i)
+    ordered = sorted(groups.values(), key=lambda members: -max(similarity[i] for i in members))
+    result = []
+    for members in ordered:
+        if within == "score":
+            members = sorted(members, key=lambda i: -sentences[i].score)
+        result.append([sentences[i] for i in members])
+    return result

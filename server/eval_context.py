@@ -1,0 +1,163 @@
+"""`docfinder eval context`: how much of each gold answer reaches the LLM's context, per strategy.
+
+For every question of a question CSV (columns ``Question``, ``Source Docs``, ``Answer``, as in
+the SEC 10-Q set), the hybrid retrieval takes ``context_candidates`` passages, and each
+context strategy selects from them under each token budget. Two pre-LLM measures:
+
+- gold-document recall: the share of questions with a passage of a gold document (the
+  ``Source Docs`` file-name glob) in the selected context;
+- answer-figure recall: the share of the gold answer's figures found in the selected
+  context. Figures are numbers of two or more digits, compared without ``$``, ``%``,
+  thousands separators and parentheses; dates, list markers, bare years and the trailing
+  ``SOURCE(S)`` line are ignored.
+
+The documents folder is indexed once and cached (an unchanged corpus is not rebuilt).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import fnmatch
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from index_build.builder import IngestProgress, NoProgress
+from pipeline.context import ContextConfig
+from pipeline.errors import ConfigurationError
+from server.factories import context_config
+from server.service import DocfinderService, run_ingest
+from server.settings import Settings
+
+BUDGETS = (2000, 4000)
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b")
+_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s")
+_NUMBER = re.compile(r"\(?\$?\d[\d,]*(?:\.\d+)?%?\)?")
+_YEAR = re.compile(r"^(19|20)\d\d$")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One evaluation question with its gold document glob and gold answer."""
+
+    text: str
+    gold_docs: str
+    answer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """A named context configuration (selection, order and their parameters)."""
+
+    name: str
+    overrides: dict[str, Any]
+
+
+STRATEGIES = (
+    Strategy("topk", {"selection": "topk", "order": "score"}),
+    Strategy("mmr-0.7", {"selection": "mmr", "order": "score", "mmr_alpha": 0.7}),
+    Strategy("mmr-0.5", {"selection": "mmr", "order": "score", "mmr_alpha": 0.5}),
+    Strategy("fps-0.5", {"selection": "fps", "order": "score", "fps_weight": 0.5}),
+    Strategy("sentences+cluster", {"selection": "sentences", "order": "cluster"}),
+)
+
+
+def normalise_figure(raw: str) -> str:
+    """A number as compared: without ``$``, ``%``, ``,`` and parentheses."""
+    return re.sub(r"[$%,()]", "", raw)
+
+
+def figures(text: str) -> set[str]:
+    """The figures of ``text`` (see the module docstring)."""
+    text = re.split(r"SOURCE\(?S?\)?:", text)[0]
+    text = _LIST_MARKER.sub(" ", _DATE.sub(" ", text))
+    found = set()
+    for raw in _NUMBER.findall(text):
+        number = normalise_figure(raw).rstrip(".")
+        if sum(c.isdigit() for c in number) >= 2 and not _YEAR.match(number):
+            found.add(number)
+    return found
+
+
+def context_figures(text: str) -> set[str]:
+    """Every number in a context, normalised the same way (years and dates included)."""
+    return {normalise_figure(raw).rstrip(".") for raw in _NUMBER.findall(text)}
+
+
+def load_questions(path: Path) -> list[Question]:
+    """Questions of a CSV with the columns ``Question``, ``Source Docs`` and ``Answer``."""
+    if not path.is_file():
+        raise ConfigurationError(f"question file {path} does not exist")
+    with open(path, encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    missing = {"Question", "Source Docs", "Answer"} - set(rows[0] if rows else {})
+    if missing:
+        raise ConfigurationError(f"{path} lacks the column(s) {', '.join(sorted(missing))}")
+    return [Question(r["Question"], r["Source Docs"], r["Answer"]) for r in rows]
+
+
+def evaluate_context(
+    dataset_dir: Path,
+    settings: Settings,
+    *,
+    questions_file: str = "qna_dev.csv",
+    budgets: Sequence[int] = BUDGETS,
+    strategies: Sequence[Strategy] = STRATEGIES,
+    cache_dir: Path = Path(".docfinder/eval"),
+    progress: IngestProgress = NoProgress(),
+) -> dict[str, Any]:
+    """Run every strategy at every budget over all questions; see the module docstring."""
+    docs = dataset_dir / "docs"
+    if not docs.is_dir():
+        raise ConfigurationError(f"{dataset_dir} has no docs/ folder")
+    questions = load_questions(dataset_dir / questions_file)
+    settings = settings.model_copy(update={"index_dir": cache_dir / f"{dataset_dir.name}-docs"})
+    ingest = run_ingest(settings, [docs], collection=dataset_dir.name, progress=progress)
+    runs = asyncio.run(_run(settings, questions, budgets, strategies))
+    return {
+        "dataset": str(dataset_dir),
+        "questions_file": questions_file,
+        "questions": len(questions),
+        "index": {"version": ingest.version, "documents": ingest.documents, "chunks": ingest.chunks},
+        "candidates": settings.context_candidates,
+        "runs": runs,
+    }
+
+
+async def _run(
+    settings: Settings, questions: list[Question], budgets: Sequence[int], strategies: Sequence[Strategy]
+) -> list[dict[str, Any]]:
+    totals: dict[tuple[str, int], dict[str, float]] = {}
+    base = context_config(settings)
+    async with DocfinderService(settings) as service:
+        for question in questions:
+            gold = figures(question.answer)
+            for strategy in strategies:
+                for budget in budgets:
+                    config: ContextConfig = replace(base, budget_tokens=budget, **strategy.overrides)
+                    result = await service.search(question.text, context=config)
+                    assert result.context is not None
+                    sources = {Path(p.chunk.source).name for p in result.context.pieces}
+                    found = context_figures(result.context.text)
+                    total = totals.setdefault(
+                        (strategy.name, budget), {"docs": 0.0, "figures": 0.0, "scored": 0}
+                    )
+                    total["docs"] += any(fnmatch.fnmatch(name, question.gold_docs) for name in sources)
+                    if gold:
+                        total["figures"] += len(gold & found) / len(gold)
+                        total["scored"] += 1
+    return [
+        {
+            "strategy": name,
+            "budget": budget,
+            "gold_doc_recall": round(total["docs"] / len(questions), 4),
+            "answer_figure_recall": round(total["figures"] / max(total["scored"], 1), 4),
+            "questions_with_figures": int(total["scored"]),
+        }
+        for (name, budget), total in totals.items()
+    ]

@@ -1,0 +1,65 @@
+"""`docfinder eval context` and the figure rules, on a small question set written by the test."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from server.cli import main
+from server.eval_context import figures
+
+
+def test_figures_ignore_dates_years_list_markers_and_the_source_line():
+    answer = (
+        "Net sales were:\n1. $81,797 million for the quarter ended July 1, 2023\n"
+        "2. 82,959 in 2022, a change of (1)% and 12.5%\nSOURCE(S): 2023 Q3 AAPL.pdf 99,999"
+    )
+    assert figures(answer) == {"81797", "82959", "12.5"}
+
+
+def write_dataset(root: Path) -> Path:
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    (docs / "acme-q1.md").write_text(
+        "# Acme Q1\n\n## Income statement\n\n| Item | Q1 2024 |\n| --- | --- |\n| Net sales | 12,345 |\n"
+        "| Net income | 2,468 |\n\n## Outlook\n\nAcme expects growth in its cloud segment.\n"
+    )
+    (docs / "globex-q1.md").write_text(
+        "# Globex Q1\n\n## Results\n\nGlobex revenue was 98,765 in the first quarter, with 1,111 employees.\n"
+    )
+    with open(root / "questions.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "Question", "Source Docs", "Question Type", "Source Chunk Type", "Answer"])
+        writer.writerow([0, "What were Acme's net sales?", "*acme*", "Single-Doc", "Table", "12,345.\nSOURCE(S): x"])
+        writer.writerow([1, "What was Globex revenue?", "*globex*", "Single-Doc", "Text", "98,765 with 1,111 staff"])
+    return root
+
+
+def test_eval_context_reports_every_strategy_and_budget(tmp_path, capsys):
+    dataset = write_dataset(tmp_path / "mini")
+    args = ["eval", "context", "--dataset", str(dataset), "--questions", "questions.csv"]
+    assert main([*args, "--budget", "64", "--budget", "400", "--cache", str(tmp_path / "cache"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["questions"] == 2 and report["index"]["documents"] == 2
+    runs = {(r["strategy"], r["budget"]): r for r in report["runs"]}
+    strategies = ["topk", "mmr-0.7", "mmr-0.5", "fps-0.5", "sentences+cluster"]
+    assert set(runs) == {(s, b) for s in strategies for b in (64, 400)}
+    for strategy in strategies:  # with room for everything, every strategy finds every gold figure
+        assert runs[(strategy, 400)]["gold_doc_recall"] == 1.0
+        assert runs[(strategy, 400)]["answer_figure_recall"] == 1.0
+
+
+def test_search_context_flags_select_order_and_show_in_the_trace(sample_corpus, tmp_path, capsys):
+    index = str(tmp_path / "index")
+    assert main(["ingest", str(sample_corpus), "--index", index]) == 0
+    capsys.readouterr()
+    for selection, order in [("mmr", "pingpong"), ("fps", "document"), ("sentences", "cluster"), ("topk", "score")]:
+        command = ["search", "proposal deadline", "--index", index, "--select", selection, "--order", order]
+        assert main([*command, "--budget", "120", "--json", "--trace"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        steps = {step["step"]: step for step in result["trace"]}
+        assert steps["select_context"]["strategy"] == selection
+        assert steps["order_context"]["order"] == order
+        assert 0 < result["context"]["tokens"] <= 120
+        assert all(piece["source"] for piece in result["context"]["pieces"])

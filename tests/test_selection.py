@@ -1,0 +1,123 @@
+"""Context selection and ordering on small hand-made examples."""
+
+import numpy as np
+import pytest
+
+from pipeline.ordering import (
+    Sentence,
+    cluster_by_silhouette,
+    cluster_order,
+    dedupe,
+    jaccard,
+    order_ping_pong,
+    split_sentences,
+)
+from pipeline.selection import Item, select_fps, select_mmr, select_topk
+
+
+def item(key, score, vector, tokens=10):
+    v = np.array(vector, dtype=np.float32)
+    return Item(key, key, tokens, score, v / np.linalg.norm(v))
+
+
+ITEMS = [
+    item("a", 0.9, [1, 0.05, 0]),
+    item("a-copy", 0.85, [1, 0.06, 0]),
+    item("b", 0.6, [0, 1, 0]),
+    item("c", 0.5, [0, 0, 1]),
+]
+
+
+def keys(items):
+    return [i.key for i in items]
+
+
+def test_topk_fills_the_budget_in_score_order_and_skips_what_does_not_fit():
+    sized = [*ITEMS[:2], item("big", 0.8, [1, 1, 1], tokens=50), *ITEMS[2:]]
+    assert keys(select_topk(sized, budget=30)) == ["a", "a-copy", "b"]
+
+
+def test_mmr_with_alpha_one_equals_topk():
+    assert keys(select_mmr(ITEMS, budget=30, alpha=1.0)) == keys(select_topk(ITEMS, budget=30))
+
+
+def test_mmr_skips_the_near_duplicate():
+    assert keys(select_mmr(ITEMS, budget=30, alpha=0.5)) == ["a", "b", "c"]
+
+
+def test_mmr_window_only_remembers_recent_selections():
+    # With a window of 1, after "b" is chosen "a-copy" is compared with "b" only, not with "a".
+    assert keys(select_mmr(ITEMS, budget=30, alpha=0.5, window=1))[:3] == ["a", "b", "a-copy"]
+
+
+def test_fps_picks_the_farthest_point():
+    points = [
+        item("start", 1.0, [1, 0, 0]),
+        item("near", 0.9, [1, 0.1, 0]),
+        item("mid", 0.8, [1, 1, 0]),
+        item("far", 0.1, [-1, 0, 0]),
+    ]
+    assert keys(select_fps(points, budget=20, weight=0.0)) == ["start", "far"]
+
+
+def test_fps_score_weight_one_is_topk():
+    assert keys(select_fps(ITEMS, budget=40, weight=1.0)) == keys(select_topk(ITEMS, budget=40))
+
+
+def test_ping_pong_puts_the_strongest_at_both_ends():
+    assert order_ping_pong(list("ABCDE"), 1, 1) == list("ACEDB")
+    assert order_ping_pong(list("ABCDEF"), 2, 1) == list("ABDEFC")
+    assert order_ping_pong([], 1, 1) == []
+
+
+def test_jaccard_deduplication():
+    texts = [
+        "Revenue grew nine percent in the third quarter",
+        "Revenue grew nine percent in the third quarter.",
+        "In the third quarter revenue grew nine percent",
+        "Costs fell slightly",
+    ]
+    assert jaccard(texts[0], texts[2]) == 1.0
+    assert dedupe(texts, threshold=0.9) == [0, 3]
+    assert dedupe(texts, threshold=1.01) == [0, 1, 2, 3]
+
+
+def test_sentences_and_table_rows_are_split():
+    text = "Net sales rose. Services grew 8%.\n| Item | 2023 |\n| --- | --- |\n| Total | 81,797 |"
+    assert split_sentences(text) == [
+        "Net sales rose.",
+        "Services grew 8%.",
+        "| Item | 2023 |",
+        "| Total | 81,797 |",
+    ]
+
+
+def planted(clusters=3, per=6, dims=12, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = np.eye(dims)[:clusters] * 5
+    points = np.vstack([c + 0.3 * rng.standard_normal((per, dims)) for c in centres])
+    return points / np.linalg.norm(points, axis=1, keepdims=True), np.repeat(np.arange(clusters), per)
+
+
+@pytest.mark.parametrize("clusters", [2, 3, 4])
+def test_silhouette_finds_the_planted_number_of_clusters(clusters):
+    vectors, truth = planted(clusters)
+    labels = cluster_by_silhouette(vectors)
+    assert len(set(labels)) == clusters
+    for group in range(clusters):  # each planted cluster maps to exactly one label
+        assert len(set(labels[truth == group])) == 1
+
+
+def test_clusters_are_ordered_by_best_similarity_to_the_query():
+    vectors, truth = planted(3, per=4)
+    sentences = [Sentence(f"s{i}", f"c{i}", i, float(i)) for i in range(len(vectors))]
+    query = vectors[truth == 2].mean(axis=0)
+    groups = cluster_order(sentences, vectors, query / np.linalg.norm(query))
+    assert [s.position for s in groups[0]] == [
+        8,
+        9,
+        10,
+        11,
+    ]  # the query's cluster first, in aggregation order
+    by_score = cluster_order(sentences, vectors, query, within="score")
+    assert [s.position for s in by_score[0]] == [11, 10, 9, 8]
