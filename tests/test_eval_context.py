@@ -31,15 +31,21 @@ def write_dataset(root: Path) -> Path:
     with open(root / "questions.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["id", "Question", "Source Docs", "Question Type", "Source Chunk Type", "Answer"])
-        writer.writerow([0, "What were Acme's net sales?", "*acme*", "Single-Doc", "Table", "12,345.\nSOURCE(S): x"])
-        writer.writerow([1, "What was Globex revenue?", "*globex*", "Single-Doc", "Text", "98,765 with 1,111 staff"])
+        writer.writerows(
+            [
+                [0, "What were Acme's net sales?", "*acme*", "Single-Doc", "Table", "12,345.\nSOURCE(S): x"],
+                [1, "What was Globex revenue?", "*globex*", "Single-Doc", "Text", "98,765 with 1,111 staff"],
+            ]
+        )
     return root
 
 
 def test_eval_context_reports_every_strategy_and_budget(tmp_path, capsys):
     dataset = write_dataset(tmp_path / "mini")
     args = ["eval", "context", "--dataset", str(dataset), "--questions", "questions.csv"]
-    assert main([*args, "--budget", "64", "--budget", "400", "--cache", str(tmp_path / "cache"), "--json"]) == 0
+    assert (
+        main([*args, "--budget", "64", "--budget", "400", "--cache", str(tmp_path / "cache"), "--json"]) == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["questions"] == 2 and report["index"]["documents"] == 2
     runs = {(r["strategy"], r["budget"]): r for r in report["runs"]}
@@ -54,7 +60,12 @@ def test_search_context_flags_select_order_and_show_in_the_trace(sample_corpus, 
     index = str(tmp_path / "index")
     assert main(["ingest", str(sample_corpus), "--index", index]) == 0
     capsys.readouterr()
-    for selection, order in [("mmr", "pingpong"), ("fps", "document"), ("sentences", "cluster"), ("topk", "score")]:
+    for selection, order in [
+        ("mmr", "pingpong"),
+        ("fps", "document"),
+        ("sentences", "cluster"),
+        ("topk", "score"),
+    ]:
         command = ["search", "proposal deadline", "--index", index, "--select", selection, "--order", order]
         assert main([*command, "--budget", "120", "--json", "--trace"]) == 0
         result = json.loads(capsys.readouterr().out)
