@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.ingest_search import bench_ingest_and_search
+from server.eval_context import evaluate_context
 from server.eval_retrieval import evaluate_retrieval
 from server.settings import load_settings
 
@@ -30,6 +31,10 @@ def main() -> int:
         results["ingest_search"] = bench_ingest_and_search(DATA)
     else:
         skipped["ingest_search"] = f"{DATA / 'sec10q'} is absent"
+    if (DATA / "sec10q").is_dir():
+        results["context_sec10q"] = evaluate_context(DATA / "sec10q", load_settings())
+    else:
+        skipped["context_sec10q"] = f"{DATA / 'sec10q'} is absent"
     if (DATA / "scifact").is_dir():
         results["retrieval_scifact"] = bench_retrieval(DATA / "scifact")
     else:

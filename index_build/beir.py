@@ -16,14 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from index_build.builder import IngestOptions, IngestProgress, NoProgress, write_version
+from index_build.builder import IngestOptions, IngestProgress, NoProgress, embedder_manifest, write_version
 from index_build.layout import writer_lock
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import collection_name, file_sha256
 from index_build.version import FileRecord
 from pipeline.errors import ConfigurationError, IndexNotFoundError
 from pipeline.protocols import Embedder
-from pipeline.types import Chunk, passage_text
+from pipeline.types import Chunk, model_text
 
 EMBED_BATCH = 64
 
@@ -73,7 +73,7 @@ def index_corpus(
         if (
             cached.files
             and cached.files[0].sha256 == sha
-            and cached.manifest["embedder"]["name"] == embedder.name
+            and cached.manifest["embedder"] == embedder_manifest(embedder)
         ):
             return cached
     except IndexNotFoundError:
@@ -100,7 +100,7 @@ def index_corpus(
     vectors = []
     for start in range(0, len(chunks), EMBED_BATCH):
         batch = chunks[start : start + EMBED_BATCH]
-        vectors.append(embedder.embed([passage_text(c.title, c.heading_path, c.text) for c in batch]))
+        vectors.append(embedder.embed([model_text(c) for c in batch]))
         progress.advance("embeddings", len(batch))
     record = FileRecord(
         path=str(corpus), collection=name, doc_id=name, sha256=sha, title=name, pages=0, chunks=len(chunks)

@@ -40,7 +40,7 @@ from index_build.version import (
 from pipeline.errors import DocumentError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.sparse import DEFAULT_THRESHOLD
-from pipeline.types import Chunk, passage_text
+from pipeline.types import MODEL_TEXT_VERSION, Chunk, model_text
 
 log = logging.getLogger(__name__)
 
@@ -173,8 +173,18 @@ def _open_live_or_none(index_dir: Path) -> IndexSnapshot | None:
 
 def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOptions) -> bool:
     """Whether chunks and embeddings of ``snapshot`` are valid for this build's settings."""
-    same_embedder = snapshot.manifest["embedder"].get("name") == embedder.name
+    same_embedder = snapshot.manifest["embedder"] == embedder_manifest(embedder)
     return same_embedder and snapshot.manifest["chunking"] == asdict(options.chunking)
+
+
+def embedder_manifest(embedder: Embedder) -> dict[str, object]:
+    """What the manifest records of the embedder; embeddings are reusable only if it matches."""
+    return {
+        "name": embedder.name,
+        "dimensions": embedder.dimensions,
+        "max_tokens": embedder.max_tokens,
+        "text_version": MODEL_TEXT_VERSION,
+    }
 
 
 def _sources_outside(snapshot: IndexSnapshot, roots: set[Path]) -> list[SourceFile]:
@@ -297,9 +307,7 @@ def _embed_missing(
     progress.start("embeddings", len(missing))
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start : start + EMBED_BATCH]
-        texts = [
-            passage_text(d.chunks[i].title, d.chunks[i].heading_path, d.chunks[i].text) for d, i in batch
-        ]
+        texts = [model_text(d.chunks[i]) for d, i in batch]
         for (document, i), vector in zip(batch, embedder.embed(texts)):
             document.embeddings[i] = vector
         progress.advance("embeddings", len(batch))
@@ -332,11 +340,7 @@ def write_version(
     write_manifest(
         build,
         version_id=version_id,
-        embedder={
-            "name": embedder.name,
-            "dimensions": embedder.dimensions,
-            "max_tokens": embedder.max_tokens,
-        },
+        embedder=embedder_manifest(embedder),
         chunking=asdict(options.chunking),
         bm25=options.bm25,
         files=[record for record, _, _ in parts],

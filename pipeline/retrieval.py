@@ -24,7 +24,7 @@ from pipeline.expansion import Glossary, expand
 from pipeline.fusion import BranchHit, FusionMethod, fuse, merge_variants, threshold_and_cap
 from pipeline.mmr import mmr_select
 from pipeline.protocols import Embedder
-from pipeline.types import Chunk, SearchHit, passage_text
+from pipeline.types import Chunk, SearchHit, model_text
 
 SearchMode = Literal["bm25", "dense", "hybrid", "sparse"]
 SEARCH_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid", "sparse")
@@ -258,7 +258,7 @@ def _rank(
     else:
         union = {c.chunk_id: c for c, _ in [*bm25, *dense]}
         # Each chunk is scored as the embedder saw it: title and heading path give context.
-        passages = [passage_text(c.title, c.heading_path, c.text) for c in union.values()]
+        passages = [model_text(c) for c in union.values()]
         rescored = dict(zip(union, reranker.score(query, passages)))
         for key, value in rescored.items():
             branch_scores[key]["rerank"] = value

@@ -50,3 +50,25 @@ def passage_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
     """A chunk as models see it (embedded, BM25-indexed, reranked): title, heading path, body."""
     header = "\n".join(part for part in (title, HEADING_SEPARATOR.join(heading_path)) if part)
     return f"{header}\n{text}" if header else text
+
+
+# Bump when model_text() changes: stored embeddings of another version must not be reused.
+MODEL_TEXT_VERSION = 2
+
+
+def model_text(chunk: Chunk) -> str:
+    """A chunk as a neural model reads it (embedder, cross-encoder): Markdown table syntax removed.
+
+    Pipes and ``| --- |`` rows cost tokens in a 256-token window and carry no meaning: on the
+    Apple income statement they lowered the query similarity from 0.59 to 0.53. Cells are
+    separated by two spaces instead.
+    """
+    lines = []
+    for line in chunk.text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("|"):
+            if set(stripped) <= set("|-: "):
+                continue
+            stripped = "  ".join(cell.strip() for cell in stripped.strip("|").split("|"))
+        lines.append(stripped)
+    return passage_text(chunk.title, chunk.heading_path, "\n".join(lines))
