@@ -39,6 +39,7 @@ _DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\b\d{{1,2}}/\d{{1,
 _LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s")
 _NUMBER = re.compile(r"\(?\$?\d[\d,]*(?:\.\d+)?%?\)?")
 _YEAR = re.compile(r"^(19|20)\d\d$")
+_SOURCE_LINE = re.compile(r"\n\s*SOURCE\(?S?\)?:[^\n]*\s*$")  # the trailing line only, not inline citations
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,7 @@ def normalise_figure(raw: str) -> str:
 
 def figures(text: str) -> set[str]:
     """The figures of ``text`` (see the module docstring)."""
-    text = re.split(r"SOURCE\(?S?\)?:", text)[0]
+    text = _SOURCE_LINE.sub("", text)
     text = _LIST_MARKER.sub(" ", _DATE.sub(" ", text))
     found = set()
     for raw in _NUMBER.findall(text):

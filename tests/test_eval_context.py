@@ -10,6 +10,11 @@ from server.cli import main
 from server.eval_context import figures
 
 
+def test_inline_source_mentions_do_not_hide_the_figures_after_them():
+    answer = "- Q1 sales were $82,959 (SOURCE: 2022 Q3 AAPL.pdf)\n- Q2 sales were $117,154 million.\nSOURCE(S): a.pdf"
+    assert figures(answer) == {"82959", "117154"}
+
+
 def test_figures_ignore_dates_years_list_markers_and_the_source_line():
     answer = (
         "Net sales were:\n1. $81,797 million for the quarter ended July 1, 2023\n"

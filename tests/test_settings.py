@@ -51,3 +51,12 @@ def test_overlap_must_be_smaller_than_the_chunk(monkeypatch):
 def test_missing_config_file_is_an_error(tmp_path):
     with pytest.raises(ConfigurationError, match="does not exist"):
         load_settings(tmp_path / "nope.toml")
+
+
+def test_every_setting_is_documented():
+    from server.settings import Settings
+    from tests.conftest import REPO
+
+    reference = (REPO / "docs" / "configuration.md").read_text()
+    missing = [name for name in Settings.model_fields if f"`{name}`" not in reference]
+    assert missing == []
