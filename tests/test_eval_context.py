@@ -11,7 +11,10 @@ from server.eval_context import figures
 
 
 def test_inline_source_mentions_do_not_hide_the_figures_after_them():
-    answer = "- Q1 sales were $82,959 (SOURCE: 2022 Q3 AAPL.pdf)\n- Q2 sales were $117,154 million.\nSOURCE(S): a.pdf"
+    answer = (
+        "- Q1 sales were $82,959 (SOURCE: 2022 Q3 AAPL.pdf)\n"
+        "- Q2 sales were $117,154 million.\nSOURCE(S): a.pdf"
+    )
     assert figures(answer) == {"82959", "117154"}
 
 
