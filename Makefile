@@ -12,6 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
+export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: install demo test bench lint clean
 

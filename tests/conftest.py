@@ -46,3 +46,7 @@ def sample_corpus(tmp_path) -> Path:
     from tests.samples import write_sample_corpus
 
     return write_sample_corpus(tmp_path / "handbook")
+
+
+# DSPy's LM client (litellm) would fetch a model cost map from the internet on first use.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -1,0 +1,291 @@
+"""The answering agent: one DSPy Module with explicit, async control flow.
+
+condense → classify_query → review_query → retrieve → grade_documents
+  → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
+     then a "no documents" answer without calling generate)
+  → generate → supported → useful
+  → (a check fails: first the sparse-information fallback, then transform_query and retry,
+     at most ``max_rewrites`` times, then an answer that says it could not be verified and
+     still lists the best sources).
+
+Every step is recorded in the trace and sent to ``on_status`` as it happens. When the LLM
+is down or too slow, the user gets a clear message and the sources retrieved so far.
+Retrieval comes in as a plain async callable, so the module knows nothing of indexes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import dspy
+
+from pipeline.errors import TransientError
+from pipeline.types import Chunk, SearchHit
+from programs.signatures import Classify, Condense, Generate, Review, Supported, Transform, Useful
+
+Outcome = Literal["answered", "no_documents", "unverified", "llm_unavailable"]
+Retriever = Callable[[Sequence[str], str | None, str], Awaitable[list[SearchHit]]]
+StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
+
+NO_DOCUMENTS = "I could not find anything in the documents that answers this question."
+UNVERIFIED = (
+    "I could not produce an answer that the documents clearly support. These are the most relevant "
+    "sources I found:"
+)
+LLM_UNAVAILABLE = (
+    "The language model is not available right now, so I cannot write an answer. These sources look relevant:"
+)
+
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+class LLMUnavailableError(TransientError):
+    """The language model did not answer in time or could not be reached."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLimits:
+    """The loop's limits (all from the settings)."""
+
+    max_rewrites: int = 2
+    grade_threshold: float = float("-inf")
+    max_passages: int = 8
+    llm_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A numbered source of an answer."""
+
+    n: int
+    title: str
+    source: str
+    pages: tuple[int, int]
+    heading_path: tuple[str, ...]
+    passage_id: str
+
+
+@dataclass(slots=True)
+class AgentAnswer:
+    """What the agent returns: the answer, its sources, the checks' verdicts and the trace."""
+
+    answer: str
+    outcome: Outcome
+    citations: list[Citation]
+    verdicts: dict[str, str | None]
+    question: str
+    domain: str | None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
+def number_passages(chunks: Sequence[Chunk]) -> str:
+    """The passages as the generate step reads them: ``[n] title › heading (p. x)`` then the text."""
+    blocks = []
+    for n, chunk in enumerate(chunks, start=1):
+        blocks.append(f"[{n}] {chunk.citation_label()}\n{chunk.text}")
+    return "\n\n".join(blocks)
+
+
+def citations_for(chunks: Sequence[Chunk], answer: str | None = None) -> list[Citation]:
+    """Citations of the passages the answer cites (all passages when ``answer`` is None)."""
+    cited = {int(n) for n in _CITATION.findall(answer)} if answer is not None else None
+    return [
+        Citation(n, c.title, c.source, c.pages, c.heading_path, c.chunk_id)
+        for n, c in enumerate(chunks, start=1)
+        if cited is None or n in cited
+    ]
+
+
+class AnswerAgent(dspy.Module):
+    """The self-correcting answering loop; see the module docstring."""
+
+    def __init__(
+        self, domains: dict[str, str], glossary: str = "", limits: AgentLimits = AgentLimits()
+    ) -> None:
+        super().__init__()
+        self.domains = domains
+        self.glossary = glossary
+        self.limits = limits
+        self.condense = dspy.Predict(Condense)
+        self.classify_query = dspy.Predict(Classify)
+        self.review_query = dspy.Predict(Review)
+        self.transform_query = dspy.Predict(Transform)
+        self.generate = dspy.Predict(Generate)
+        self.supported = dspy.Predict(Supported)
+        self.useful = dspy.Predict(Useful)
+
+    async def aforward(
+        self,
+        message: str,
+        retrieve: Retriever,
+        history: Sequence[tuple[str, str]] = (),
+        on_status: StatusSink | None = None,
+        sparse_available: bool = True,
+    ) -> AgentAnswer:
+        run = _Run(self, retrieve, on_status)
+        try:
+            return await run.answer(message, history, sparse_available)
+        except LLMUnavailableError as exc:
+            await run.step("llm_unavailable", error=str(exc))
+            if not run.best:
+                run.best = _grade(
+                    await retrieve([run.question or message], run.domain, "hybrid"), self.limits
+                )
+            return run.result(LLM_UNAVAILABLE, "llm_unavailable", citations_for(run.best))
+
+
+class _Run:
+    """The state of one question going through the loop."""
+
+    def __init__(self, agent: AnswerAgent, retrieve: Retriever, on_status: StatusSink | None) -> None:
+        self.agent = agent
+        self.retrieve = retrieve
+        self.on_status = on_status
+        self.trace: list[dict[str, Any]] = []
+        self.question = ""
+        self.domain: str | None = None
+        self.best: list[Chunk] = []
+        self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
+        self.started = time.perf_counter()
+
+    async def step(self, name: str, **details: Any) -> None:
+        event = {"step": name, "t": round(time.perf_counter() - self.started, 3), **details}
+        self.trace.append(event)
+        if self.on_status is not None:
+            await self.on_status(event)
+
+    async def call(self, predictor: dspy.Predict, **inputs: Any) -> dspy.Prediction:
+        try:
+            return await asyncio.wait_for(predictor.acall(**inputs), timeout=self.agent.limits.llm_timeout_s)
+        except TimeoutError as exc:
+            raise LLMUnavailableError(
+                f"no answer from the language model in {self.agent.limits.llm_timeout_s:g} s"
+            ) from exc
+        except _unavailable_errors() as exc:
+            raise LLMUnavailableError(f"the language model cannot be reached: {exc}") from exc
+
+    def result(self, text: str, outcome: Outcome, citations: list[Citation]) -> AgentAnswer:
+        return AgentAnswer(
+            text, outcome, citations, dict(self.verdicts), self.question, self.domain, self.trace
+        )
+
+    async def answer(
+        self, message: str, history: Sequence[tuple[str, str]], sparse_available: bool
+    ) -> AgentAnswer:
+        limits = self.agent.limits
+        self.question = message
+        if history:
+            turns = "\n".join(f"{role}: {text}" for role, text in history)
+            self.question = (
+                await self.call(self.agent.condense, history=turns, message=message)
+            ).standalone_question
+            await self.step("condense", message=message, question=self.question)
+        await self._classify()
+        variant = (await self.call(self.agent.review_query, question=self.question)).rephrased
+        await self.step("review_query", variant=variant)
+
+        queries = [self.question, variant]
+        rewrites = 0
+        passages = await self._retrieve_and_grade(queries, "hybrid")
+        while not passages:
+            if rewrites >= limits.max_rewrites:
+                return self.result(NO_DOCUMENTS, "no_documents", [])
+            queries = [await self._transform("no passage passed the relevance threshold")]
+            rewrites += 1
+            passages = await self._retrieve_and_grade(queries, "hybrid")
+
+        sparse_tried = not sparse_available
+        while True:
+            answer = (
+                await self.call(
+                    self.agent.generate,
+                    question=self.question,
+                    passages=number_passages(passages),
+                    glossary=self.agent.glossary,
+                )
+            ).answer
+            await self.step("generate", answer=answer, passages=len(passages))
+            if await self._checks(answer, passages):
+                return self.result(answer, "answered", citations_for(passages, answer))
+            if not sparse_tried:
+                sparse_tried = True
+                extra = await self._retrieve_and_grade([self.question], "sparse", step="sparse_fallback")
+                known = {c.chunk_id for c in passages}
+                passages = (passages + [c for c in extra if c.chunk_id not in known])[: limits.max_passages]
+                continue
+            if rewrites >= limits.max_rewrites:
+                return self.result(UNVERIFIED, "unverified", citations_for(self.best))
+            rewrites += 1
+            problem = "the answer was not supported by the passages or did not answer the question"
+            retried = await self._retrieve_and_grade([await self._transform(problem)], "hybrid")
+            passages = retried or passages
+
+    async def _classify(self) -> None:
+        names = list(self.agent.domains)
+        if not names:
+            return
+        listing = "\n".join(f"{name}: {description}" for name, description in self.agent.domains.items())
+        raw = (await self.call(self.agent.classify_query, question=self.question, domains=listing)).domain
+        chosen = raw.strip().strip("'\"").lower()
+        self.domain = chosen if chosen in names else ("general" if "general" in names else None)
+        await self.step("classify_query", domain=self.domain, raw=raw)
+
+    async def _transform(self, problem: str) -> str:
+        rewritten = (
+            await self.call(self.agent.transform_query, question=self.question, problem=problem)
+        ).rewritten
+        await self.step("transform_query", query=rewritten, problem=problem)
+        return rewritten
+
+    async def _retrieve_and_grade(self, queries: list[str], mode: str, step: str = "retrieve") -> list[Chunk]:
+        hits = await self.retrieve(queries, self.domain, mode)
+        await self.step(
+            step,
+            queries=queries,
+            mode=mode,
+            candidates=[[h.chunk.chunk_id, round(h.score, 4)] for h in hits],
+        )
+        kept = _grade(hits, self.agent.limits)
+        if kept and not self.best:
+            self.best = kept
+        await self.step(
+            "grade_documents",
+            threshold=_finite(self.agent.limits.grade_threshold),
+            kept=[c.chunk_id for c in kept],
+        )
+        return kept
+
+    async def _checks(self, answer: str, passages: list[Chunk]) -> bool:
+        supported = (
+            await self.call(self.agent.supported, passages=number_passages(passages), answer=answer)
+        ).supported
+        self.verdicts["supported"] = supported
+        await self.step("supported", verdict=supported)
+        useful = (await self.call(self.agent.useful, question=self.question, answer=answer)).useful
+        self.verdicts["useful"] = useful
+        await self.step("useful", verdict=useful)
+        if supported == "yes" and useful == "yes":
+            self.best = passages
+            return True
+        return False
+
+
+def _grade(hits: Sequence[SearchHit], limits: AgentLimits) -> list[Chunk]:
+    return [h.chunk for h in hits if h.score >= limits.grade_threshold][: limits.max_passages]
+
+
+def _finite(value: float) -> float | None:
+    return value if value != float("-inf") else None
+
+
+def _unavailable_errors() -> tuple[type[BaseException], ...]:
+    """Client errors meaning the LLM server is down, overloaded or too slow (not a bad request)."""
+    import openai
+    from litellm.exceptions import ServiceUnavailableError
+
+    return (OSError, openai.APIConnectionError, openai.InternalServerError, ServiceUnavailableError)

@@ -1,0 +1,75 @@
+"""DSPy Signatures of the answering agent. Each docstring is the instruction the LLM receives.
+
+They are kept short: the embedded model reads about 150 prompt tokens per second on two
+cores, so every word here costs time on every question.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import dspy
+
+
+class Condense(dspy.Signature):
+    """Rewrite the user's latest message as one standalone question that can be understood without
+    the conversation. Keep names, numbers and terms exactly. If the message is already standalone,
+    return it unchanged."""
+
+    history: str = dspy.InputField(desc="earlier turns, oldest first, as 'user:' and 'assistant:' lines")
+    message: str = dspy.InputField(desc="the user's latest message")
+    standalone_question: str = dspy.OutputField(desc="one self-contained question")
+
+
+class Classify(dspy.Signature):
+    """Choose the one domain the question belongs to, from the listed domains and their descriptions.
+    Answer with the domain's name exactly as listed; use 'general' when none fits better."""
+
+    question: str = dspy.InputField()
+    domains: str = dspy.InputField(desc="one 'name: description' per line")
+    domain: str = dspy.OutputField(desc="exactly one domain name from the list")
+
+
+class Review(dspy.Signature):
+    """Write one alternative phrasing of the question for a document search: use the words a manual
+    would use, expand acronyms you are sure of, and keep every name and number."""
+
+    question: str = dspy.InputField()
+    rephrased: str = dspy.OutputField(desc="one alternative search query")
+
+
+class Transform(dspy.Signature):
+    """The documents found for this question did not answer it. Rewrite the question so that a
+    document search finds better passages: more specific terms, fewer filler words."""
+
+    question: str = dspy.InputField()
+    problem: str = dspy.InputField(desc="why the previous attempt failed")
+    rewritten: str = dspy.OutputField(desc="one new search query")
+
+
+class Generate(dspy.Signature):
+    """Answer the question briefly, using only the numbered passages. After each claim, cite the
+    passage(s) it comes from as [n]. If the passages do not contain the answer, say that the
+    documents do not answer it. Do not invent facts."""
+
+    question: str = dspy.InputField()
+    passages: str = dspy.InputField(desc="numbered passages, '[n] title › heading (page)' then text")
+    glossary: str = dspy.InputField(desc="terms of this organisation and what they mean; may be empty")
+    answer: str = dspy.OutputField(desc="a short answer with [n] citations")
+
+
+class Supported(dspy.Signature):
+    """Is every claim in the answer supported by the passages? Citations alone are not support:
+    the cited passage must state the claim."""
+
+    passages: str = dspy.InputField()
+    answer: str = dspy.InputField()
+    supported: Literal["yes", "no"] = dspy.OutputField()
+
+
+class Useful(dspy.Signature):
+    """Does the answer actually answer the question (not just restate it or say it cannot)?"""
+
+    question: str = dspy.InputField()
+    answer: str = dspy.InputField()
+    useful: Literal["yes", "no"] = dspy.OutputField()

@@ -1,0 +1,188 @@
+"""The agent's control flow, branch by branch, with DSPy's DummyLM and a hand-written retriever."""
+
+from __future__ import annotations
+
+import asyncio
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+
+from pipeline.types import Chunk, SearchHit
+from programs.agent import LLM_UNAVAILABLE, NO_DOCUMENTS, UNVERIFIED, AgentLimits, AnswerAgent
+
+DOMAINS = {"alma": "the ALMA telescope", "general": "anything else"}
+
+
+def chunk(n: int, text: str) -> Chunk:
+    return Chunk(
+        f"doc-{n:04d}", "doc", "manuals", f"/docs/m{n}.pdf", f"Manual {n}", ("Setup",), (n, n), text, "h"
+    )
+
+
+class ScriptedRetriever:
+    """Returns the next scripted hit list per call and records what was asked."""
+
+    def __init__(self, *responses: list[SearchHit]) -> None:
+        self.responses = list(responses)
+        self.calls: list[tuple[list[str], str | None, str]] = []
+
+    async def __call__(self, queries, domain, mode):
+        self.calls.append((list(queries), domain, mode))
+        return self.responses.pop(0) if self.responses else []
+
+
+HITS = [SearchHit(chunk(1, "The cryostat is warmed up every six months."), 0.9)]
+SPARSE = [SearchHit(chunk(7, "The cold head was replaced in 2019."), 0.6)]
+
+
+def run(agent, lm, retriever, **kwargs):
+    events = []
+
+    async def on_status(event):
+        events.append(event["step"])
+
+    async def go():
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            return await agent.acall(
+                "How often is the cryostat warmed up?", retriever, on_status=on_status, **kwargs
+            )
+
+    return asyncio.run(go()), events
+
+
+def lm(*answers):
+    return DummyLM(list(answers), adapter=dspy.JSONAdapter())
+
+
+def test_happy_path_answers_with_citations_and_streams_every_step():
+    agent = AnswerAgent(DOMAINS)
+    model = lm(
+        {"domain": "alma"},
+        {"rephrased": "cryostat warm-up interval"},
+        {"answer": "Every six months [1]."},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    retriever = ScriptedRetriever(HITS)
+    result, events = run(agent, model, retriever)
+    assert result.outcome == "answered" and result.answer == "Every six months [1]."
+    assert [c.passage_id for c in result.citations] == ["doc-0001"] and result.citations[0].pages == (1, 1)
+    assert result.verdicts == {"supported": "yes", "useful": "yes"} and result.domain == "alma"
+    assert retriever.calls == [
+        (["How often is the cryostat warmed up?", "cryostat warm-up interval"], "alma", "hybrid")
+    ]
+    assert events == [
+        "classify_query",
+        "review_query",
+        "retrieve",
+        "grade_documents",
+        "generate",
+        "supported",
+        "useful",
+    ]
+    assert [e["step"] for e in result.trace] == events
+
+
+def test_history_is_condensed_first():
+    agent = AnswerAgent(DOMAINS)
+    model = lm(
+        {"standalone_question": "How often is the ALMA cryostat warmed up?"},
+        {"domain": "alma"},
+        {"rephrased": "cryostat maintenance"},
+        {"answer": "Every six months [1]."},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
+    assert events[0] == "condense" and result.question == "How often is the ALMA cryostat warmed up?"
+
+
+def test_no_passages_rewrites_then_answers_no_documents_without_generating():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=2))
+    model = lm(
+        {"domain": "general"},
+        {"rephrased": "cryostat"},
+        {"rewritten": "cryostat warm-up schedule"},
+        {"rewritten": "cryostat maintenance interval"},
+    )
+    retriever = ScriptedRetriever([], [], [])
+    result, events = run(agent, model, retriever)
+    assert result.outcome == "no_documents" and result.answer == NO_DOCUMENTS and result.citations == []
+    assert events.count("transform_query") == 2 and "generate" not in events
+    assert len(retriever.calls) == 3
+    assert len(model.history) == 4  # classify, review and two rewrites: no generate, no checks
+
+
+def test_low_scores_are_graded_away():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0, grade_threshold=0.95))
+    result, _ = run(agent, lm({"domain": "alma"}, {"rephrased": "x"}), ScriptedRetriever(HITS))
+    assert result.outcome == "no_documents"
+    assert result.trace[-1] == {**result.trace[-1], "step": "grade_documents", "kept": [], "threshold": 0.95}
+
+
+def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
+    agent = AnswerAgent(DOMAINS)
+    model = lm(
+        {"domain": "alma"},
+        {"rephrased": "cryostat"},
+        {"answer": "Every year [1]."},
+        {"supported": "no"},
+        {"useful": "yes"},
+        {"answer": "Every six months [1]; the cold head was replaced in 2019 [2]."},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    retriever = ScriptedRetriever(HITS, SPARSE)
+    result, events = run(agent, model, retriever)
+    assert result.outcome == "answered"
+    assert retriever.calls[1] == (["How often is the cryostat warmed up?"], "alma", "sparse")
+    assert "sparse_fallback" in events and events.count("generate") == 2
+    assert [c.passage_id for c in result.citations] == ["doc-0001", "doc-0007"]
+
+
+def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
+    model = lm(
+        {"domain": "alma"},
+        {"rephrased": "cryostat"},
+        {"answer": "The cryostat exists [1]."},
+        {"supported": "yes"},
+        {"useful": "no"},
+        {"rewritten": "cryostat warm-up frequency"},
+        {"answer": "It is warmed [1]."},
+        {"supported": "yes"},
+        {"useful": "no"},
+    )
+    retriever = ScriptedRetriever(HITS, HITS)
+    result, events = run(agent, model, retriever, sparse_available=False)
+    assert result.outcome == "unverified" and result.answer == UNVERIFIED
+    assert [c.passage_id for c in result.citations] == ["doc-0001"]
+    assert events.count("useful") == 2 and "sparse_fallback" not in events
+
+
+class SlowLM(dspy.BaseLM):
+    """An LM that never answers within the agent's timeout."""
+
+    def __init__(self) -> None:
+        super().__init__("slow")
+
+    async def aforward(self, prompt=None, messages=None, **kwargs):
+        await asyncio.sleep(5)
+        raise AssertionError("the agent should have timed out")
+
+
+def test_llm_timeout_gives_a_sources_only_answer():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(llm_timeout_s=0.05))
+    retriever = ScriptedRetriever(HITS)
+    result, events = run(agent, SlowLM(), retriever)
+    assert result.outcome == "llm_unavailable" and result.answer == LLM_UNAVAILABLE
+    assert [c.passage_id for c in result.citations] == ["doc-0001"]
+    assert events == ["llm_unavailable"]
+    assert "0.05 s" in result.trace[0]["error"]
+
+
+@pytest.fixture(autouse=True)
+def _reset_dspy():
+    yield
+    dspy.configure(lm=None)
