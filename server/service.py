@@ -149,7 +149,7 @@ class DocfinderService:
         if domain not in self.settings.domains:
             known = ", ".join(sorted(self.settings.domains)) or "none configured"
             raise InvalidRequestError(f"unknown domain {domain!r} (known: {known})")
-        return self.settings.domains[domain]
+        return self.settings.domains[domain].collections or None
 
     async def index_info(self) -> dict[str, Any]:
         """The live version's manifest summary: version, models, counts."""

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -33,6 +33,34 @@ class CollectionSettings(BaseModel):
 
     paths: list[Path] = Field(default_factory=list, description="Folders or files ingested into it.")
     description: str = Field("", description="What the collection holds.")
+
+
+class DomainSettings(BaseModel):
+    """A question domain: what it covers (shown to the classifier) and its collection weights."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    description: str = Field(description="What questions of this domain are about.")
+    collections: dict[str, float] = Field(
+        default_factory=dict, description="Collection → weight (w_coll) for retrieval; unlisted ones weigh 1."
+    )
+
+
+DEFAULT_DOMAINS = {
+    "proposal_preparation": DomainSettings(
+        description="writing and submitting proposals, deadlines, time estimates"
+    ),
+    "instrument_configuration": DomainSettings(
+        description="receivers, bands, correlator and spectral setups"
+    ),
+    "data_delivery": DomainSettings(description="archive, data products, downloads and delivery times"),
+    "pipeline_reduction": DomainSettings(
+        description="calibration and imaging pipelines, reprocessing, reduction"
+    ),
+    "alma": DomainSettings(description="the ALMA observatory, its arrays, cycles and policies"),
+    "observing_support": DomainSettings(description="helpdesk, scheduling, observing runs and support staff"),
+    "general": DomainSettings(description="anything else"),
+}
 
 
 class Settings(BaseSettings):
@@ -137,9 +165,28 @@ class Settings(BaseSettings):
     context_cluster_within: Literal["aggregation", "score"] = Field(
         "aggregation", description="Order inside a sentence cluster."
     )
-    domains: dict[str, dict[str, float]] = Field(
-        default_factory=dict, description="Question domain → collection weights (w_coll) for retrieval."
+    domains: dict[str, DomainSettings] = Field(
+        default_factory=lambda: dict(DEFAULT_DOMAINS),
+        description="Question domains (for the classifier) and their collection weights (w_coll).",
     )
+    llm_api_base: str | None = Field(
+        None,
+        description="OpenAI-compatible server (vLLM, llama.cpp), e.g. http://vllm:8000/v1; unset: embedded.",
+    )
+    llm_model: str = Field("qwen2.5-coder-1.5b-instruct", description="Model name the LLM server serves.")
+    llm_api_key: SecretStr = Field(SecretStr(""), description="API key of the LLM server, if it needs one.")
+    llm_max_tokens: int = Field(400, ge=16, le=8192, description="Longest LLM reply, in tokens.")
+    llm_timeout_s: float = Field(120.0, gt=0, description="Longest wait for one LLM call before giving up.")
+    agent_max_rewrites: int = Field(
+        2, ge=0, le=5, description="Query rewrites after no passages or a failed check."
+    )
+    agent_grade_threshold: float | None = Field(
+        None, description="Passages scoring below this are dropped before generation; unset keeps all."
+    )
+    conversations_path: Path = Field(
+        Path(".docfinder/conversations.sqlite3"), description="SQLite file of conversation history."
+    )
+    history_turns: int = Field(6, ge=0, le=50, description="Earlier turns given to the condense step.")
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:
@@ -196,3 +243,15 @@ def _describe(exc: ValidationError) -> str:
         env = ENV_PREFIX + field.upper().replace(".", "__")
         problems.append(f"{field} ({env}): {error['msg']}")
     return "invalid settings: " + "; ".join(problems)
+
+
+def reference_table() -> str:
+    """The Markdown table of every setting, its default and meaning (docs/configuration.md)."""
+    rows = ["| setting | default | meaning |", "| --- | --- | --- |"]
+    for name, field in Settings.model_fields.items():
+        default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
+        if name == "domains":
+            default = ", ".join(default)
+        shown = "none" if default is None else default
+        rows.append(f"| `{name}` | `{shown}` | {field.description} |")
+    return "\n".join(rows)

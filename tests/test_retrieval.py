@@ -175,7 +175,8 @@ def test_service_uses_the_configured_reranker_with_the_reference_formula(index_d
 
 
 def test_service_rejects_unknown_domains_modes_and_reranker_folders(index_dir, tmp_path):
-    settings = load_settings(index_dir=index_dir, domains={"alma": {"handbook": 2.0}})
+    domains = {"alma": {"description": "the telescope", "collections": {"handbook": 2.0}}}
+    settings = load_settings(index_dir=index_dir, domains=domains)
 
     async def run():
         async with DocfinderService(settings) as service:
