@@ -59,6 +59,15 @@ class Glossary:
         )
         return cls(tuple(concepts), label_terms)
 
+    def as_prompt(self, limit: int = 40) -> str:
+        """The first ``limit`` concepts as 'label (acronyms): definition' lines, for the LLM."""
+        lines = []
+        for concept in self.concepts[:limit]:
+            names = ", ".join(concept.acronyms + concept.alt_labels)
+            line = f"{concept.pref_label} ({names})" if names else concept.pref_label
+            lines.append(f"{line}: {concept.definition}" if concept.definition else line)
+        return "\n".join(lines)
+
     def matches(self, terms: list[str]) -> list[tuple[Concept, str]]:
         """Concepts with a label that occurs in ``terms`` as a contiguous run, with that label."""
         found: dict[int, str] = {}

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from index_build.builder import IngestOptions, IngestProgress, IngestReport, NoProgress, ingest
 from index_build.chunking import ChunkingOptions
@@ -24,8 +26,22 @@ from pipeline.errors import InvalidRequestError
 from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import SearchHit
+from server.conversations import ConversationStore
 from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
+from server.llm import make_lm
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from programs.agent import AgentAnswer, AnswerAgent, StatusSink
+
+
+@dataclass(frozen=True, slots=True)
+class AskResult:
+    """An answer with its ids (for feedback and follow-up questions)."""
+
+    answer_id: str
+    conversation_id: str
+    agent: AgentAnswer
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +64,7 @@ class DocfinderService:
         settings: Settings,
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
+        lm: Any = None,
     ) -> None:
         self.settings = settings
         self._embedder = embedder
@@ -56,6 +73,9 @@ class DocfinderService:
         self.retrieval = retrieval_config(settings, reranking=self.reranker is not None)
         self._snapshot: IndexSnapshot | None = None
         self._reload_lock = threading.Lock()
+        self._lm = lm
+        self._conversations: ConversationStore | None = None
+        self._agent: AnswerAgent | None = None
 
     async def __aenter__(self) -> DocfinderService:
         def load() -> None:
@@ -67,6 +87,78 @@ class DocfinderService:
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._snapshot = None
+        if self._conversations is not None:
+            self._conversations.close()
+            self._conversations = None
+
+    @property
+    def lm(self) -> Any:
+        if self._lm is None:
+            self._lm = make_lm(self.settings)
+        return self._lm
+
+    @property
+    def agent(self) -> AnswerAgent:
+        """The DSPy answering agent, built on first use (importing DSPy takes a while)."""
+        if self._agent is None:
+            from programs.agent import AgentLimits, AnswerAgent
+
+            settings = self.settings
+            threshold = settings.agent_grade_threshold
+            self._agent = AnswerAgent(
+                {name: domain.description for name, domain in settings.domains.items()},
+                glossary=self.glossary.as_prompt() if self.glossary else "",
+                limits=AgentLimits(
+                    max_rewrites=settings.agent_max_rewrites,
+                    grade_threshold=threshold if threshold is not None else float("-inf"),
+                    max_passages=settings.max_passages,
+                    llm_timeout_s=settings.llm_timeout_s,
+                ),
+            )
+        return self._agent
+
+    @property
+    def conversations(self) -> ConversationStore:
+        if self._conversations is None:
+            self._conversations = ConversationStore(self.settings.conversations_path)
+        return self._conversations
+
+    async def ask(
+        self,
+        question: str,
+        *,
+        conversation_id: str | None = None,
+        collections: list[str] | None = None,
+        on_status: StatusSink | None = None,
+    ) -> AskResult:
+        """Answer ``question`` with citations through the agent; the exchange joins the conversation."""
+        question = question.strip()
+        if not question:
+            raise InvalidRequestError("the question is empty")
+        conversation_id = conversation_id or ConversationStore.new_id()
+        history = await asyncio.to_thread(
+            self.conversations.history, conversation_id, self.settings.history_turns
+        )
+        snapshot = await asyncio.to_thread(self._current_snapshot)
+        sparse_available = any(len(c.sparse.rows) for c in snapshot.collections.values())
+
+        async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> list[SearchHit]:
+            result = await self.search(
+                queries[0], variants=list(queries[1:]), mode=mode, collections=collections, domain=domain
+            )
+            return result.hits
+
+        import dspy
+
+        with dspy.context(lm=self.lm, adapter=dspy.JSONAdapter()):
+            answer = await self.agent.acall(
+                question, retrieve, history=history, on_status=on_status, sparse_available=sparse_available
+            )
+        answer_id = uuid.uuid4().hex
+        await asyncio.to_thread(
+            self.conversations.append, conversation_id, question, answer.answer, answer_id
+        )
+        return AskResult(answer_id=answer_id, conversation_id=conversation_id, agent=answer)
 
     @property
     def embedder(self) -> Embedder:

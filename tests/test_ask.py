@@ -1,0 +1,75 @@
+"""`DocfinderService.ask` over a real small index, with DummyLM as the language model."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+
+from index_build.builder import ingest
+from pipeline.errors import ConfigurationError, InvalidRequestError
+from server.service import DocfinderService
+from server.settings import load_settings
+from tests.samples import write_sample_corpus
+
+FIRST = [
+    {"domain": "proposal_preparation"},
+    {"rephrased": "proposal submission deadline"},
+    {"answer": "Proposals are due on 15 April [1]."},
+    {"supported": "yes"},
+    {"useful": "yes"},
+]
+FOLLOW_UP = [
+    {"standalone_question": "How many co-investigators may a proposal name?"},
+    {"domain": "proposal_preparation"},
+    {"rephrased": "co-investigators per proposal"},
+    {"answer": "At most twelve [1]."},
+    {"supported": "yes"},
+    {"useful": "yes"},
+]
+
+
+@pytest.fixture
+def settings(tmp_path, embedder):
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    return load_settings(index_dir=tmp_path / "index", conversations_path=tmp_path / "conversations.sqlite3")
+
+
+def test_ask_answers_with_citations_and_remembers_the_conversation(settings, embedder):
+    model = DummyLM(FIRST + FOLLOW_UP, adapter=dspy.JSONAdapter())
+    statuses = []
+
+    async def on_status(event):
+        statuses.append(event["step"])
+
+    async def scenario():
+        async with DocfinderService(settings, embedder=embedder, lm=model) as service:
+            first = await service.ask("When are proposals due?", on_status=on_status)
+            second = await service.ask("And how many co-investigators?", conversation_id=first.conversation_id)
+            return first, second
+
+    first, second = asyncio.run(scenario())
+    assert first.agent.outcome == "answered"
+    cited = first.agent.citations[0]
+    assert Path(cited.source).name == "observing.md" and cited.heading_path[-1] == "Proposal preparation"
+    assert statuses[:3] == ["classify_query", "review_query", "retrieve"]
+    assert second.conversation_id == first.conversation_id and second.answer_id != first.answer_id
+    assert second.agent.trace[0]["step"] == "condense"
+    # The follow-up's condense step saw the first exchange.
+    condense_prompt = str(model.history[len(FIRST)]["messages"])
+    assert "When are proposals due?" in condense_prompt and "Proposals are due on 15 April [1]." in condense_prompt
+
+
+def test_empty_questions_and_a_missing_llm_are_clear_errors(settings, embedder):
+    async def scenario():
+        async with DocfinderService(settings, embedder=embedder, lm=DummyLM([])) as service:
+            with pytest.raises(InvalidRequestError, match="empty"):
+                await service.ask("   ")
+        async with DocfinderService(settings, embedder=embedder) as service:
+            with pytest.raises(ConfigurationError, match="llm_api_base"):
+                await service.ask("When are proposals due?")
+
+    asyncio.run(scenario())
