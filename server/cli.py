@@ -23,8 +23,7 @@ from pipeline.ordering import CONTEXT_ORDERS
 from pipeline.retrieval import SEARCH_MODES
 from server.cli_output import (
     RichIngestProgress,
-    context_to_json,
-    hit_to_json,
+    print_answer,
     print_context,
     print_context_report,
     print_eval_report,
@@ -34,6 +33,7 @@ from server.cli_output import (
     print_trace,
 )
 from server.factories import context_config
+from server.render import answer_to_json, context_to_json, hit_to_json
 from server.settings import Settings, load_settings
 
 EXIT_ERROR = 1
@@ -76,6 +76,24 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--select", choices=CONTEXT_SELECTIONS, help="context selection (default: setting)")
     search.add_argument("--order", choices=CONTEXT_ORDERS, help="context order (default: setting)")
     search.add_argument("--budget", type=int, help="context token budget (default: setting)")
+
+    ask = commands.add_parser("ask", help="answer a question with citations (needs an LLM)")
+    ask.add_argument("question")
+    ask.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    ask.add_argument("--conversation", help="conversation id of an earlier answer, for a follow-up question")
+    ask.add_argument(
+        "--collection", action="append", dest="collections", help="limit to a collection (repeatable)"
+    )
+    ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+    ask.add_argument("--trace", action="store_true", help="include every agent step")
+
+    serve = commands.add_parser("serve", help="run a server").add_subparsers(
+        dest="serve_command", required=True
+    )
+    http = serve.add_parser("http", help="the HTTP API (ask, ask/stream, search, healthz, openapi.json)")
+    http.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    http.add_argument("--host", default="127.0.0.1")
+    http.add_argument("--port", type=int, default=8080)
 
     index = commands.add_parser("index", help="inspect the index").add_subparsers(
         dest="index_command", required=True
@@ -152,11 +170,61 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _ingest(args, settings)
     if args.command == "search":
         return asyncio.run(_search(args, settings))
+    if args.command == "ask":
+        return asyncio.run(_ask(args, settings))
+    if args.command == "serve":
+        return _serve_http(args, settings)
     if args.command == "eval" and args.eval_command == "context":
         return _eval_context(args, settings)
     if args.command == "eval":
         return _eval_retrieval(args, settings)
     return asyncio.run(_index_info(args, settings))
+
+
+async def _ask(args: argparse.Namespace, settings: Settings) -> int:
+    from server.service import DocfinderService
+
+    console = Console()
+    async with DocfinderService(settings) as service:
+        with err.status("thinking…") as status:
+
+            async def on_status(event: dict[str, Any]) -> None:
+                status.update(f"{event['step'].replace('_', ' ')}…")
+                if not args.json:
+                    err.print(f"[dim]{event['t']:6.1f}s {event['step']}[/]")
+
+            result = await service.ask(
+                args.question,
+                conversation_id=args.conversation,
+                collections=args.collections,
+                on_status=on_status,
+            )
+    if args.json:
+        print(json.dumps(answer_to_json(result, trace=args.trace), indent=2, ensure_ascii=False))
+    else:
+        print_answer(console, result, trace=args.trace)
+    return 0
+
+
+def _serve_http(args: argparse.Namespace, settings: Settings) -> int:
+    from aiohttp import web
+
+    from server.http_api import create_app
+    from server.service import DocfinderService
+
+    async def app() -> web.Application:
+        service = DocfinderService(settings)
+        await service.__aenter__()
+        application = create_app(service)
+
+        async def close(_: web.Application) -> None:
+            await service.__aexit__(None, None, None)
+
+        application.on_cleanup.append(close)
+        return application
+
+    web.run_app(app(), host=args.host, port=args.port)
+    return 0
 
 
 def _eval_context(args: argparse.Namespace, settings: Settings) -> int:

@@ -11,7 +11,6 @@ from rich.table import Table
 
 from index_build.builder import IngestReport
 from pipeline.context import Context
-from pipeline.types import SearchHit
 
 _LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings": "Embeddings"}
 
@@ -42,22 +41,6 @@ class RichIngestProgress:
 
     def advance(self, task: str, amount: int = 1) -> None:
         self._progress.advance(self._tasks[task], amount)
-
-
-def hit_to_json(hit: SearchHit) -> dict[str, Any]:
-    """The stable JSON shape of a search hit that scripts rely on."""
-    chunk = hit.chunk
-    return {
-        "chunk_id": chunk.chunk_id,
-        "score": round(hit.score, 6),
-        "text": chunk.text,
-        "source": chunk.source,
-        "title": chunk.title,
-        "pages": list(chunk.pages),
-        "heading_path": list(chunk.heading_path),
-        "collection": chunk.collection,
-        "branch_scores": {k: round(v, 6) for k, v in hit.branch_scores.items()},
-    }
 
 
 def print_hits(console: Console, result: Any) -> None:
@@ -140,25 +123,6 @@ def print_eval_report(console: Console, report: dict[str, Any]) -> None:
         )
 
 
-def context_to_json(context: Context) -> dict[str, Any]:
-    """The assembled context: pieces in order, each with its citation fields."""
-    return {
-        "tokens": context.tokens,
-        "pieces": [
-            {
-                "chunk_id": p.chunk.chunk_id,
-                "text": p.text,
-                "score": round(p.score, 6),
-                "group": p.group,
-                "source": p.chunk.source,
-                "pages": list(p.chunk.pages),
-                "heading_path": list(p.chunk.heading_path),
-            }
-            for p in context.pieces
-        ],
-    }
-
-
 def print_context(console: Console, context: Context) -> None:
     """The context as the LLM would see it, each piece tagged with where it comes from."""
     console.print(f"[bold]context[/] ({context.tokens} tokens, {len(context.pieces)} pieces)")
@@ -179,3 +143,24 @@ def print_context_report(console: Console, report: dict[str, Any]) -> None:
             f"{run['answer_figure_recall']:.3f}",
         )
     console.print(table)
+
+
+def print_answer(console: Console, result: Any, trace: bool = False) -> None:
+    """The answer, then its numbered sources with title, heading, pages and location."""
+    agent = result.agent
+    console.print(agent.answer + "\n")
+    if agent.citations:
+        console.print("[bold]Sources[/]")
+        for citation in agent.citations:
+            place = " › ".join(citation.heading_path)
+            first, last = citation.pages
+            where = escape(citation.title) + (f" — {escape(place)}" if place else "")
+            if first:
+                where += f", p. {first}" if first == last else f", pp. {first}–{last}"
+            console.print(f"  [cyan][{citation.n}][/] {where}")
+            console.print(f"      [dim]{escape(citation.source)}[/]")
+    console.print(
+        f"[dim]conversation {result.conversation_id} · answer {result.answer_id} · {agent.outcome}[/]"
+    )
+    if trace:
+        print_trace(console, agent.trace)

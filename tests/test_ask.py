@@ -48,7 +48,9 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
     async def scenario():
         async with DocfinderService(settings, embedder=embedder, lm=model) as service:
             first = await service.ask("When are proposals due?", on_status=on_status)
-            second = await service.ask("And how many co-investigators?", conversation_id=first.conversation_id)
+            second = await service.ask(
+                "And how many co-investigators?", conversation_id=first.conversation_id
+            )
             return first, second
 
     first, second = asyncio.run(scenario())
@@ -60,7 +62,10 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
     assert second.agent.trace[0]["step"] == "condense"
     # The follow-up's condense step saw the first exchange.
     condense_prompt = str(model.history[len(FIRST)]["messages"])
-    assert "When are proposals due?" in condense_prompt and "Proposals are due on 15 April [1]." in condense_prompt
+    assert (
+        "When are proposals due?" in condense_prompt
+        and "Proposals are due on 15 April [1]." in condense_prompt
+    )
 
 
 def test_empty_questions_and_a_missing_llm_are_clear_errors(settings, embedder):

@@ -1,0 +1,135 @@
+"""The HTTP API (aiohttp): ask, ask with streamed status (server-sent events), search, health.
+
+Handlers only parse, call the one service object, and render. Errors become JSON bodies with
+a clear message: 400 for bad input, 413 for oversized requests, 503 when a dependency (the
+LLM, the index) is unavailable for now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from pipeline.errors import ConfigurationError, DocfinderError, InvalidRequestError, TransientError
+from server.openapi import OPENAPI
+from server.render import answer_to_json, hit_to_json
+from server.service import DocfinderService
+
+log = logging.getLogger(__name__)
+
+SERVICE = web.AppKey("service", DocfinderService)
+MAX_REQUEST_BYTES = 64 * 1024
+
+
+def create_app(service: DocfinderService) -> web.Application:
+    """The aiohttp application around an entered service."""
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_errors])
+    app[SERVICE] = service
+    app.router.add_get("/healthz", _health)
+    app.router.add_get("/openapi.json", _openapi)
+    app.router.add_post("/v1/ask", _ask)
+    app.router.add_post("/v1/ask/stream", _ask_stream)
+    app.router.add_post("/v1/search", _search)
+    return app
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except InvalidRequestError as exc:
+        return _error(400, str(exc))
+    except (TransientError, ConfigurationError) as exc:
+        return _error(503, str(exc))
+    except DocfinderError as exc:
+        return _error(400, str(exc))
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def _body(request: web.Request, required: str) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except web.HTTPRequestEntityTooLarge:
+        raise
+    except json.JSONDecodeError as exc:
+        raise InvalidRequestError(f"the body is not valid JSON: {exc.msg}") from exc
+    if not isinstance(body, dict) or not isinstance(body.get(required), str):
+        raise InvalidRequestError(f"the body must be a JSON object with a string {required!r}")
+    collections = body.get("collections")
+    if collections is not None and not (
+        isinstance(collections, list) and all(isinstance(c, str) for c in collections)
+    ):
+        raise InvalidRequestError("'collections' must be a list of collection names")
+    return body
+
+
+async def _health(request: web.Request) -> web.Response:
+    info = await request.app[SERVICE].index_info()
+    return web.json_response({"status": "ok", "index_version": info["version"], "chunks": info["chunks"]})
+
+
+async def _openapi(request: web.Request) -> web.Response:
+    return web.json_response(OPENAPI)
+
+
+async def _ask(request: web.Request) -> web.Response:
+    body = await _body(request, "question")
+    result = await request.app[SERVICE].ask(
+        body["question"], conversation_id=body.get("conversation_id"), collections=body.get("collections")
+    )
+    return web.json_response(answer_to_json(result))
+
+
+async def _ask_stream(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: ``status`` for each agent step as it happens, then ``answer`` (or ``error``)."""
+    body = await _body(request, "question")
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+
+    async def send(event: str, data: dict[str, Any]) -> None:
+        await response.write(f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode())
+
+    await send("status", {"step": "received", "t": 0.0})
+    try:
+        result = await request.app[SERVICE].ask(
+            body["question"],
+            conversation_id=body.get("conversation_id"),
+            collections=body.get("collections"),
+            on_status=lambda event: send("status", event),
+        )
+        await send("answer", answer_to_json(result, trace=False))
+    except DocfinderError as exc:
+        await send("error", {"error": str(exc), "transient": isinstance(exc, TransientError)})
+    except asyncio.CancelledError:
+        log.info("client left the stream before the answer")
+        raise
+    await response.write_eof()
+    return response
+
+
+async def _search(request: web.Request) -> web.Response:
+    body = await _body(request, "query")
+    k = body.get("k", 10)
+    if not isinstance(k, int) or not 1 <= k <= 100:
+        raise InvalidRequestError("'k' must be an integer from 1 to 100")
+    result = await request.app[SERVICE].search(
+        body["query"], k=k, mode=body.get("mode", "hybrid"), collections=body.get("collections")
+    )
+    return web.json_response(
+        {
+            "query": result.query,
+            "mode": result.mode,
+            "version": result.version,
+            "hits": [hit_to_json(h) for h in result.hits],
+        }
+    )

@@ -1,0 +1,113 @@
+"""The OpenAPI 3.1 description of the HTTP API, served at ``/openapi.json``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_CITATION = {
+    "type": "object",
+    "properties": {
+        "n": {"type": "integer", "description": "the [n] used in the answer text"},
+        "title": {"type": "string"},
+        "source": {"type": "string", "description": "file path or URL of the document"},
+        "pages": {
+            "type": "array",
+            "items": {"type": "integer"},
+            "description": "first and last page (0: no pages)",
+        },
+        "heading_path": {"type": "array", "items": {"type": "string"}},
+        "passage_id": {"type": "string"},
+    },
+}
+_ANSWER = {
+    "type": "object",
+    "properties": {
+        "answer_id": {"type": "string"},
+        "conversation_id": {"type": "string", "description": "send it back to ask a follow-up question"},
+        "question": {"type": "string", "description": "the standalone question the agent answered"},
+        "answer": {"type": "string", "description": "a short answer with [n] citations"},
+        "outcome": {"type": "string", "enum": ["answered", "no_documents", "unverified", "llm_unavailable"]},
+        "domain": {"type": ["string", "null"]},
+        "citations": {"type": "array", "items": _CITATION},
+        "verdicts": {"type": "object", "properties": {"supported": {}, "useful": {}}},
+        "trace": {"type": "array", "items": {"type": "object"}, "description": "every agent step, in order"},
+    },
+}
+_ASK = {
+    "type": "object",
+    "required": ["question"],
+    "properties": {
+        "question": {"type": "string", "minLength": 1},
+        "conversation_id": {"type": "string"},
+        "collections": {"type": "array", "items": {"type": "string"}},
+    },
+}
+_ERROR = {"type": "object", "properties": {"error": {"type": "string"}}}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+_ERRORS = {
+    "400": {"description": "invalid request", **_json(_ERROR)},
+    "413": {"description": "request body too large"},
+    "503": {"description": "the LLM or the index is not available right now", **_json(_ERROR)},
+}
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "docfinder",
+        "version": "0.1.0",
+        "description": "Cited answers from your documentation.",
+    },
+    "paths": {
+        "/v1/ask": {
+            "post": {
+                "summary": "Answer a question with citations",
+                "requestBody": {"required": True, **_json(_ASK)},
+                "responses": {"200": {"description": "the answer", **_json(_ANSWER)}, **_ERRORS},
+            }
+        },
+        "/v1/ask/stream": {
+            "post": {
+                "summary": "Answer a question, streaming each agent step as server-sent events",
+                "description": "Events: `status` (one per agent step, as it happens), then `answer` "
+                "(the answer object without its trace) or `error`.",
+                "requestBody": {"required": True, **_json(_ASK)},
+                "responses": {
+                    "200": {"description": "an event stream", "content": {"text/event-stream": {}}},
+                    **_ERRORS,
+                },
+            }
+        },
+        "/v1/search": {
+            "post": {
+                "summary": "Rank passages for a query",
+                "requestBody": {
+                    "required": True,
+                    **_json(
+                        {
+                            "type": "object",
+                            "required": ["query"],
+                            "properties": {
+                                "query": {"type": "string"},
+                                "k": {"type": "integer", "minimum": 1, "maximum": 100},
+                                "mode": {"type": "string", "enum": ["bm25", "dense", "hybrid", "sparse"]},
+                                "collections": {"type": "array", "items": {"type": "string"}},
+                            },
+                        }
+                    ),
+                },
+                "responses": {"200": {"description": "ranked passages"}, **_ERRORS},
+            }
+        },
+        "/healthz": {
+            "get": {
+                "summary": "Liveness and the live index version",
+                "responses": {"200": {"description": "ok"}},
+            }
+        },
+    },
+}

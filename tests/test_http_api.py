@@ -1,0 +1,79 @@
+"""The HTTP API through aiohttp's test server, with DummyLM as the language model."""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from dspy.utils import DummyLM
+
+from index_build.builder import ingest
+from server.http_api import create_app
+from server.service import DocfinderService
+from server.settings import load_settings
+from tests.samples import write_sample_corpus
+
+SCRIPT = [
+    {"domain": "proposal_preparation"},
+    {"rephrased": "proposal submission deadline"},
+    {"answer": "Proposals are due on 15 April [1]."},
+    {"supported": "yes"},
+    {"useful": "yes"},
+]
+
+
+@pytest.fixture
+async def client(tmp_path, embedder):
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    settings = load_settings(index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3")
+    model = DummyLM(SCRIPT * 3, adapter=dspy.JSONAdapter())
+    async with DocfinderService(settings, embedder=embedder, lm=model) as service:
+        async with TestClient(TestServer(create_app(service))) as test_client:
+            yield test_client
+
+
+async def test_ask_returns_the_answer_with_citations(client):
+    response = await client.post("/v1/ask", json={"question": "When are proposals due?"})
+    assert response.status == 200
+    body = await response.json()
+    assert body["answer"] == "Proposals are due on 15 April [1]." and body["outcome"] == "answered"
+    assert body["citations"][0]["heading_path"][-1] == "Proposal preparation"
+    assert {"answer_id", "conversation_id", "verdicts", "trace"} <= set(body)
+
+
+async def test_stream_sends_status_events_before_the_answer(client):
+    response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
+    assert response.status == 200 and response.headers["Content-Type"].startswith("text/event-stream")
+    events = []
+    for block in (await response.text()).strip().split("\n\n"):
+        kind, data = block.split("\n", 1)
+        events.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    kinds = [kind for kind, _ in events]
+    assert kinds[-1] == "answer" and kinds[:-1] == ["status"] * (len(kinds) - 1)
+    steps = [data["step"] for kind, data in events if kind == "status"]
+    assert steps[:4] == ["received", "classify_query", "review_query", "retrieve"] and "useful" in steps
+    assert events[-1][1]["citations"]
+
+
+async def test_bad_requests_get_clear_4xx_errors(client):
+    empty = await client.post("/v1/ask", json={"question": "  "})
+    assert empty.status == 400 and "empty" in (await empty.json())["error"]
+    not_json = await client.post("/v1/ask", data=b"{nope", headers={"Content-Type": "application/json"})
+    assert not_json.status == 400 and "not valid JSON" in (await not_json.json())["error"]
+    missing = await client.post("/v1/ask", json={"q": "x"})
+    assert missing.status == 400 and "'question'" in (await missing.json())["error"]
+    unknown = await client.post("/v1/search", json={"query": "x", "collections": ["nope"]})
+    assert unknown.status == 400 and "unknown collection" in (await unknown.json())["error"]
+    huge = await client.post("/v1/ask", json={"question": "x" * 100_000})
+    assert huge.status == 413
+
+
+async def test_search_health_and_openapi(client):
+    hits = await (await client.post("/v1/search", json={"query": "proposal deadline", "k": 2})).json()
+    assert len(hits["hits"]) == 2 and hits["hits"][0]["heading_path"]
+    health = await (await client.get("/healthz")).json()
+    assert health["status"] == "ok" and health["index_version"] == hits["version"]
+    spec = await (await client.get("/openapi.json")).json()
+    assert {"/v1/ask", "/v1/ask/stream", "/v1/search", "/healthz"} <= set(spec["paths"])
