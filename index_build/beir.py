@@ -21,7 +21,7 @@ from index_build.layout import writer_lock
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import collection_name, file_sha256
 from index_build.version import FileRecord
-from pipeline.errors import ConfigurationError, IndexNotFoundError
+from pipeline.errors import ConfigurationError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.types import Chunk, model_text
 
@@ -76,8 +76,8 @@ def index_corpus(
             and cached.manifest["embedder"] == embedder_manifest(embedder)
         ):
             return cached
-    except IndexNotFoundError:
-        pass
+    except (IndexNotFoundError, IndexCorruptError):
+        pass  # no usable cached index: build one
 
     name = collection_name(dataset_dir.name)
     with open(corpus, encoding="utf-8") as handle:

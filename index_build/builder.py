@@ -37,7 +37,7 @@ from index_build.version import (
     write_collection,
     write_manifest,
 )
-from pipeline.errors import DocumentError, IndexNotFoundError
+from pipeline.errors import DocumentError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.sparse import DEFAULT_THRESHOLD
 from pipeline.types import MODEL_TEXT_VERSION, Chunk, model_text
@@ -168,6 +168,10 @@ def _open_live_or_none(index_dir: Path) -> IndexSnapshot | None:
     try:
         return open_live(index_dir, verify=False)
     except IndexNotFoundError:
+        return None
+    except IndexCorruptError as exc:
+        # An older format or a damaged version: rebuild from the inputs rather than refuse.
+        log.warning("the live version cannot be reused (%s); building a new one from the inputs", exc)
         return None
 
 

@@ -24,7 +24,7 @@ from pipeline.sparse import DEFAULT_THRESHOLD, SparseSet, find_sparse
 from pipeline.text import analyze_many
 from pipeline.types import Chunk, passage_text
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: title/heading BM25 index and the sparse-information set
 MANIFEST = "manifest.json"
 FILES = "files.json"
 COLLECTIONS = "collections"

@@ -29,9 +29,11 @@ async def client(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     settings = load_settings(index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3")
     model = DummyLM(SCRIPT * 3, adapter=dspy.JSONAdapter())
-    async with DocfinderService(settings, embedder=embedder, lm=model) as service:
-        async with TestClient(TestServer(create_app(service))) as test_client:
-            yield test_client
+    async with (
+        DocfinderService(settings, embedder=embedder, lm=model) as service,
+        TestClient(TestServer(create_app(service))) as test_client,
+    ):
+        yield test_client
 
 
 async def test_ask_returns_the_answer_with_citations(client):

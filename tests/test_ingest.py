@@ -185,3 +185,24 @@ def test_cli_search_and_index_info_print_stable_json(sample_corpus, tmp_path, ca
 def test_cli_reports_a_missing_index_clearly(tmp_path, capsys):
     assert main(["search", "anything", "--index", str(tmp_path / "none")]) == 1
     assert "no index at" in capsys.readouterr().err
+
+
+def test_an_index_of_an_older_format_is_refused_clearly_and_rebuilt_by_the_next_ingest(
+    sample_corpus, tmp_path, embedder
+):
+    from index_build.layout import live_version_dir
+    from pipeline.errors import IndexCorruptError
+
+    index = tmp_path / "index"
+    ingest(index, [sample_corpus], embedder=embedder)
+    manifest_path = live_version_dir(index) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**manifest, "format_version": 1}))
+    with pytest.raises(IndexCorruptError, match="rebuild it with `docfinder ingest`"):
+        open_live(index)
+    report = ingest(index, [sample_corpus], embedder=embedder)
+    assert report.published and report.converted == 4
+    assert (
+        top(open_live(index), embedder, "proposal deadline")[0].chunk.heading_path[-1]
+        == "Proposal preparation"
+    )
