@@ -284,8 +284,7 @@ def _finite(value: float) -> float | None:
 
 
 def _unavailable_errors() -> tuple[type[BaseException], ...]:
-    """Client errors meaning the LLM server is down, overloaded or too slow (not a bad request)."""
-    import openai
-    from litellm.exceptions import ServiceUnavailableError
+    """LM errors meaning the server is down, overloaded or too slow (not a bad request)."""
+    from dspy.utils.exceptions import LMRateLimitError, LMServerError, LMTimeoutError, LMTransportError
 
-    return (OSError, openai.APIConnectionError, openai.InternalServerError, ServiceUnavailableError)
+    return (OSError, LMTransportError, LMTimeoutError, LMServerError, LMRateLimitError)

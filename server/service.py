@@ -27,6 +27,7 @@ from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import SearchHit
 from server.conversations import ConversationStore
+from server.embedded_llm import LlamaServer, ensure_model_file
 from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
 from server.llm import make_lm
 from server.settings import Settings
@@ -74,6 +75,8 @@ class DocfinderService:
         self._snapshot: IndexSnapshot | None = None
         self._reload_lock = threading.Lock()
         self._lm = lm
+        self._lm_lock = asyncio.Lock()
+        self._llama: LlamaServer | None = None
         self._conversations: ConversationStore | None = None
         self._agent: AnswerAgent | None = None
 
@@ -87,15 +90,32 @@ class DocfinderService:
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._snapshot = None
+        if self._llama is not None:
+            await self._llama.__aexit__(None, None, None)
+            self._llama = None
         if self._conversations is not None:
             self._conversations.close()
             self._conversations = None
 
-    @property
-    def lm(self) -> Any:
-        if self._lm is None:
-            self._lm = make_lm(self.settings)
-        return self._lm
+    async def language_model(self) -> Any:
+        """The LLM: the configured server, or the embedded llama.cpp server started on first use."""
+        async with self._lm_lock:
+            if self._lm is None:
+                if self.settings.llm_api_base is not None:
+                    self._lm = make_lm(self.settings)
+                else:
+                    settings = self.settings
+                    model = await asyncio.to_thread(ensure_model_file, settings.model_cache_dir)
+                    server = LlamaServer(
+                        model,
+                        log_path=settings.model_cache_dir / "llama-server.log",
+                        n_ctx=settings.llm_context_tokens,
+                        threads=settings.llm_threads,
+                    )
+                    await server.__aenter__()
+                    self._llama = server
+                    self._lm = make_lm(settings, api_base=server.api_base)
+            return self._lm
 
     @property
     def agent(self) -> AnswerAgent:
@@ -150,7 +170,8 @@ class DocfinderService:
 
         import dspy
 
-        with dspy.context(lm=self.lm, adapter=dspy.JSONAdapter()):
+        lm = await self.language_model()
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
             answer = await self.agent.acall(
                 question, retrieve, history=history, on_status=on_status, sparse_available=sparse_available
             )

@@ -177,6 +177,15 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr = Field(SecretStr(""), description="API key of the LLM server, if it needs one.")
     llm_max_tokens: int = Field(400, ge=16, le=8192, description="Longest LLM reply, in tokens.")
     llm_timeout_s: float = Field(120.0, gt=0, description="Longest wait for one LLM call before giving up.")
+    llm_context_tokens: int = Field(
+        4096, ge=1024, description="Context window of the embedded llama.cpp server."
+    )
+    llm_threads: int | None = Field(
+        None, ge=1, description="CPU threads of the embedded LLM; unset: all cores."
+    )
+    model_cache_dir: Path = Field(
+        Path(".docfinder/models"), description="Where the embedded LLM's joined GGUF and server log are kept."
+    )
     agent_max_rewrites: int = Field(
         2, ge=0, le=5, description="Query rewrites after no passages or a failed check."
     )

