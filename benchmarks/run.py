@@ -8,6 +8,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks.agent_sec import bench_agent
 from benchmarks.ingest_search import bench_ingest_and_search
 from server.eval_context import evaluate_context
 from server.eval_retrieval import evaluate_retrieval
@@ -35,6 +36,8 @@ def main() -> int:
         results["context_sec10q"] = evaluate_context(DATA / "sec10q", load_settings())
     else:
         skipped["context_sec10q"] = f"{DATA / 'sec10q'} is absent"
+    if (DATA / "sec10q").is_dir():
+        results["agent_sec10q"] = bench_agent(DATA / "sec10q", load_settings())
     if (DATA / "scifact").is_dir():
         results["retrieval_scifact"] = bench_retrieval(DATA / "scifact")
     else:

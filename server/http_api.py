@@ -99,7 +99,6 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
     async def send(event: str, data: dict[str, Any]) -> None:
         await response.write(f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode())
 
-    await send("status", {"step": "received", "t": 0.0})
     try:
         result = await request.app[SERVICE].ask(
             body["question"],

@@ -155,6 +155,8 @@ class DocfinderService:
         question = question.strip()
         if not question:
             raise InvalidRequestError("the question is empty")
+        if on_status is not None:  # at once, so that every front door can show progress immediately
+            await on_status({"step": "received", "t": 0.0, "question": question})
         conversation_id = conversation_id or ConversationStore.new_id()
         history = await asyncio.to_thread(
             self.conversations.history, conversation_id, self.settings.history_turns

@@ -59,7 +59,7 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
     assert first.agent.outcome == "answered"
     cited = first.agent.citations[0]
     assert Path(cited.source).name == "observing.md" and cited.heading_path[-1] == "Proposal preparation"
-    assert statuses[:3] == ["classify_query", "review_query", "retrieve"]
+    assert statuses[:4] == ["received", "classify_query", "review_query", "retrieve"]
     assert second.conversation_id == first.conversation_id and second.answer_id != first.answer_id
     assert second.agent.trace[0]["step"] == "condense"
     # The follow-up's condense step saw the first exchange.

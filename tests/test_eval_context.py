@@ -82,3 +82,29 @@ def test_search_context_flags_select_order_and_show_in_the_trace(sample_corpus, 
         assert steps["order_context"]["order"] == order
         assert 0 < result["context"]["tokens"] <= 120
         assert all(piece["source"] for piece in result["context"]["pieces"])
+
+
+def test_the_agent_benchmark_scores_citations_figures_checks_and_latency(tmp_path):
+    import dspy
+    from dspy.utils import DummyLM
+
+    from benchmarks.agent_sec import bench_agent
+    from server.settings import load_settings
+
+    dataset = write_dataset(tmp_path / "mini")
+    per_question = [
+        {"domain": "general"},
+        {"rephrased": "net sales"},
+        {"answer": "Net sales were 12,345 [1]."},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    ]
+    model = DummyLM(per_question * 2, adapter=dspy.JSONAdapter())
+    report = bench_agent(
+        dataset, load_settings(), cache_dir=tmp_path / "cache", questions_file="questions.csv", lm=model
+    )
+    assert report["questions"] == 2 and report["checks_pass_rate"] == 1.0
+    # Question 1's answer holds its only figure; question 2's answer holds neither of its two.
+    assert report["answer_figure_recall"] == 0.5
+    assert report["gold_document_cited_rate"] == 1.0  # passage [1] is each question's gold document
+    assert report["first_status_s"]["max"] < report["latency_s"]["p50"]

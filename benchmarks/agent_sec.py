@@ -1,0 +1,96 @@
+"""The answering agent end to end on the SEC 10-Q questions, with the configured LLM (embedded by default).
+
+Per question: whether a gold document is among the cited sources, the share of the gold
+answer's figures that appear in the answer, whether both checks passed, the latency, and
+the time to the first status event. ``BENCH_AGENT_QUESTIONS=N`` limits the run to the first
+N questions (the embedded model needs about half a minute per question on two cores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.ingest_search import percentile
+from server.eval_context import figures, load_questions
+from server.service import DocfinderService, run_ingest
+from server.settings import Settings
+
+
+def bench_agent(
+    dataset: Path,
+    settings: Settings,
+    cache_dir: Path = Path(".docfinder/eval"),
+    questions_file: str = "qna_dev.csv",
+    lm: Any = None,
+) -> dict[str, Any]:
+    questions = load_questions(dataset / questions_file)
+    limit = int(os.environ.get("BENCH_AGENT_QUESTIONS", "0")) or len(questions)
+    questions = questions[:limit]
+    settings = settings.model_copy(
+        update={
+            "index_dir": cache_dir / f"{dataset.name}-docs",
+            "conversations_path": cache_dir / "bench-conversations.sqlite3",
+        }
+    )
+    run_ingest(settings, [dataset / "docs"], collection=dataset.name)
+    rows = asyncio.run(_ask_all(settings, questions, lm))
+    latencies = [r["seconds"] for r in rows]
+    first_status = [r["first_status_s"] for r in rows if r["first_status_s"] is not None]
+    with_figures = [r for r in rows if r["gold_figures"]]
+    return {
+        "dataset": str(dataset),
+        "questions": len(rows),
+        "llm": "injected" if lm is not None else settings.llm_api_base or "embedded",
+        "gold_document_cited_rate": round(sum(r["gold_cited"] for r in rows) / len(rows), 4),
+        "answer_figure_recall": round(
+            sum(r["figures_found"] / r["gold_figures"] for r in with_figures) / max(len(with_figures), 1), 4
+        ),
+        "checks_pass_rate": round(sum(r["outcome"] == "answered" for r in rows) / len(rows), 4),
+        "outcomes": {o: sum(r["outcome"] == o for r in rows) for o in {r["outcome"] for r in rows}},
+        "latency_s": {
+            "p50": round(statistics.median(latencies), 2),
+            "p95": round(percentile(latencies, 0.95), 2),
+        },
+        "first_status_s": {
+            "p50": round(statistics.median(first_status), 3) if first_status else None,
+            "max": round(max(first_status), 3) if first_status else None,
+        },
+    }
+
+
+async def _ask_all(settings: Settings, questions: list, lm: Any) -> list[dict[str, Any]]:
+    rows = []
+    async with DocfinderService(settings, lm=lm) as service:
+        await service.language_model()  # start the embedded server before timing anything
+        for question in questions:
+            started = time.perf_counter()
+            first: list[float] = []
+
+            async def on_status(
+                event: dict[str, Any], started: float = started, first: list[float] = first
+            ) -> None:
+                if not first:
+                    first.append(time.perf_counter() - started)
+
+            result = await service.ask(question.text, on_status=on_status)
+            agent = result.agent
+            gold = figures(question.answer)
+            rows.append(
+                {
+                    "seconds": time.perf_counter() - started,
+                    "first_status_s": first[0] if first else None,
+                    "outcome": agent.outcome,
+                    "gold_cited": any(
+                        fnmatch.fnmatch(Path(c.source).name, question.gold_docs) for c in agent.citations
+                    ),
+                    "gold_figures": len(gold),
+                    "figures_found": len(gold & figures(agent.answer)),
+                }
+            )
+    return rows
