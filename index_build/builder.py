@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from index_build.chunking import ChunkingOptions, chunk_document
 from index_build.convert import DocumentConverter
+from index_build.document import ParsedDocument
 from index_build.layout import (
     building_dir,
     new_version_id,
@@ -37,7 +38,7 @@ from index_build.version import (
     write_collection,
     write_manifest,
 )
-from pipeline.errors import DocumentError, IndexCorruptError, IndexNotFoundError
+from pipeline.errors import ConfigurationError, DocumentError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.sparse import DEFAULT_THRESHOLD
 from pipeline.types import MODEL_TEXT_VERSION, Chunk, model_text
@@ -56,6 +57,10 @@ class IngestOptions:
     keep_versions: int = 3
     pdf_models_dir: Path | None = None
     sparse_threshold: float = DEFAULT_THRESHOLD
+
+
+# Writes one or two sentences situating a chunk in its document (contextual enrichment).
+Enricher = Callable[[ParsedDocument, Chunk], str]
 
 
 class IngestProgress(Protocol):
@@ -124,8 +129,14 @@ def ingest(
     collection: str | None = None,
     options: IngestOptions = IngestOptions(),
     progress: IngestProgress = NoProgress(),
+    enricher: Enricher | None = None,
 ) -> IngestReport:
-    """Index ``inputs`` into ``index_dir`` as a new live version; see the module docstring."""
+    """Index ``inputs`` into ``index_dir`` as a new live version; see the module docstring.
+
+    With ``options.chunking.contextual``, ``enricher`` writes each new chunk's situating context.
+    """
+    if options.chunking.contextual and enricher is None:
+        raise ConfigurationError("contextual chunks need an enricher (an LLM): ingest with --enrich")
     started = time.perf_counter()
     sources = discover(inputs, collection)
     converter = DocumentConverter(options.pdf_models_dir)
@@ -139,7 +150,7 @@ def ingest(
             log.info("embedder or chunking changed since %s: every file is processed again", live.version_id)
             sources = sources + _sources_outside(live, roots)
         documents, failures, converted = _process_sources(
-            sources, previous, converter, embedder, options, progress
+            sources, previous, converter, embedder, options, progress, enricher
         )
         kept = _documents_outside(previous, roots) if previous else []
         removed = _count_removed(live, roots, {d.record.path for d in documents}) if live else 0
@@ -207,6 +218,7 @@ def _process_sources(
     embedder: Embedder,
     options: IngestOptions,
     progress: IngestProgress,
+    enricher: Enricher | None,
 ) -> tuple[list[_Document], list[Failure], int]:
     previous_records = {r.path: r for r in previous.files} if previous else {}
     progress.start("files", len(sources))
@@ -222,7 +234,7 @@ def _process_sources(
             if old and old.sha256 == sha and old.collection == source.collection and previous:
                 document = _reuse(previous, old)
             else:
-                document = _convert(source, sha, converter, embedder, options)
+                document = _convert(source, sha, converter, embedder, options, enricher)
                 converted += 1
             documents.append(document)
             progress.advance("pages", document.record.pages)
@@ -247,7 +259,12 @@ def _reuse(previous: IndexSnapshot, record: FileRecord) -> _Document:
 
 
 def _convert(
-    source: SourceFile, sha: str, converter: DocumentConverter, embedder: Embedder, options: IngestOptions
+    source: SourceFile,
+    sha: str,
+    converter: DocumentConverter,
+    embedder: Embedder,
+    options: IngestOptions,
+    enricher: Enricher | None,
 ) -> _Document:
     parsed = converter.convert(source.path)
     chunks = chunk_document(
@@ -261,6 +278,8 @@ def _convert(
     )
     if not chunks:
         raise DocumentError("no text to index")
+    if enricher is not None:
+        chunks = [replace(chunk, context=enricher(parsed, chunk)) for chunk in chunks]
     record = FileRecord(
         path=str(source.path),
         collection=source.collection,

@@ -30,7 +30,8 @@ class ChunkingOptions:
 
     ``method="semantic"`` also splits a section where the similarity of adjacent sentences
     drops below the ``semantic_percentile``-th percentile of that section's similarities
-    (as the chunk-match library does); headings still always split.
+    (as the chunk-match library does); headings still always split. ``contextual`` adds an
+    LLM-written situating context to every chunk (see :mod:`index_build.builder`).
     """
 
     max_tokens: int = 256
@@ -38,6 +39,7 @@ class ChunkingOptions:
     min_body_tokens: int = 64
     method: Literal["headings", "semantic"] = "headings"
     semantic_percentile: float = 10.0
+    contextual: bool = False
 
 
 @dataclass(frozen=True, slots=True)

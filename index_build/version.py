@@ -83,7 +83,7 @@ def write_collection(
     # "bm25" indexes title, heading path and text together; "bm25_fields" the title and heading
     # path alone, so a query can weight matches there against the body (multi-field BM25).
     fields = {
-        "bm25": [passage_text(c.title, c.heading_path, c.text) for c in data.chunks],
+        "bm25": [passage_text(c.title, c.heading_path, c.text, c.context) for c in data.chunks],
         "bm25_fields": [passage_text(c.title, c.heading_path, "") for c in data.chunks],
     }
     for name, texts in fields.items():

@@ -11,6 +11,8 @@ class Chunk:
 
     ``pages`` is the first and last 1-based page the passage spans (``(0, 0)`` for formats
     without pages). ``heading_path`` runs from the outermost heading to the innermost.
+    ``context`` is the optional LLM-written sentence or two situating the passage in its
+    document (contextual enrichment); it is indexed and embedded with the text.
     """
 
     chunk_id: str
@@ -22,6 +24,7 @@ class Chunk:
     pages: tuple[int, int]
     text: str
     content_hash: str
+    context: str = ""
 
     def citation_label(self) -> str:
         """A short human-readable place: title, heading and pages."""
@@ -46,9 +49,9 @@ class SearchHit:
 HEADING_SEPARATOR = " > "
 
 
-def passage_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
-    """A chunk as models see it (embedded, BM25-indexed, reranked): title, heading path, body."""
-    header = "\n".join(part for part in (title, HEADING_SEPARATOR.join(heading_path)) if part)
+def passage_text(title: str, heading_path: tuple[str, ...], text: str, context: str = "") -> str:
+    """A chunk as it is indexed: title, heading path, the optional situating context, body."""
+    header = "\n".join(part for part in (title, HEADING_SEPARATOR.join(heading_path), context) if part)
     return f"{header}\n{text}" if header else text
 
 
@@ -71,4 +74,4 @@ def model_text(chunk: Chunk) -> str:
                 continue
             stripped = "  ".join(cell.strip() for cell in stripped.strip("|").split("|"))
         lines.append(stripped)
-    return passage_text(chunk.title, chunk.heading_path, "\n".join(lines))
+    return passage_text(chunk.title, chunk.heading_path, "\n".join(lines), chunk.context)

@@ -73,3 +73,14 @@ class Useful(dspy.Signature):
     question: str = dspy.InputField()
     answer: str = dspy.InputField()
     useful: Literal["yes", "no"] = dspy.OutputField()
+
+
+class Situate(dspy.Signature):
+    """Write one or two short sentences that situate the passage within its document, to help a
+    search find it: what the document is and which part of it this passage belongs to. Do not
+    repeat the passage."""
+
+    document: str = dspy.InputField(desc="the document's title and outline of headings")
+    heading_path: str = dspy.InputField(desc="where the passage sits in the document")
+    passage: str = dspy.InputField()
+    context: str = dspy.OutputField(desc="one or two sentences")

@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     ingest.add_argument("--collection", help="collection name (default: each input folder's name)")
     ingest.add_argument("--json", action="store_true", help="print the ingest report as JSON")
+    ingest.add_argument(
+        "--enrich", action="store_true", help="let the LLM situate each chunk in its document"
+    )
 
     search = commands.add_parser("search", help="rank passages for a query")
     search.add_argument("query")
@@ -270,7 +273,7 @@ def _eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from server.service import run_ingest
+    from server.service import run_enriched_ingest, run_ingest
 
     batches: list[tuple[list[Path], str | None]]
     if args.paths:
@@ -282,7 +285,12 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     status = 0
     for paths, collection in batches:
         with RichIngestProgress(err, enabled=not args.json and err.is_terminal) as progress:
-            report = run_ingest(settings, paths, collection=collection, progress=progress)
+            if args.enrich or settings.enrich:
+                report = asyncio.run(
+                    run_enriched_ingest(settings, paths, collection=collection, progress=progress)
+                )
+            else:
+                report = run_ingest(settings, paths, collection=collection, progress=progress)
         if args.json:
             print(json.dumps(report.to_json(), indent=2))
         else:

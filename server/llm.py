@@ -9,9 +9,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from pipeline.errors import ConfigurationError
+from server.embedded_llm import LlamaServer, ensure_model_file
 from server.settings import Settings
 
 
@@ -34,3 +38,20 @@ def make_lm(settings: Settings, api_base: str | None = None) -> Any:
         num_retries=0,
         cache=False,
     )
+
+
+@asynccontextmanager
+async def open_lm(settings: Settings) -> AsyncIterator[Any]:
+    """The LLM for a session: the configured server, or the embedded one started here and stopped on exit."""
+    if settings.llm_api_base is not None:
+        yield make_lm(settings)
+        return
+    model = await asyncio.to_thread(ensure_model_file, settings.model_cache_dir)
+    server = LlamaServer(
+        model,
+        log_path=settings.model_cache_dir / "llama-server.log",
+        n_ctx=settings.llm_context_tokens,
+        threads=settings.llm_threads,
+    )
+    async with server:
+        yield make_lm(settings, api_base=server.api_base)

@@ -12,11 +12,12 @@ import asyncio
 import threading
 import uuid
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from index_build.builder import IngestOptions, IngestProgress, IngestReport, NoProgress, ingest
+from index_build.builder import Enricher, IngestOptions, IngestProgress, IngestReport, NoProgress, ingest
 from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
 from index_build.snapshot import IndexSnapshot, open_live
@@ -27,9 +28,8 @@ from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import SearchHit
 from server.conversations import ConversationStore
-from server.embedded_llm import LlamaServer, ensure_model_file
 from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
-from server.llm import make_lm
+from server.llm import open_lm
 from server.settings import Settings
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class DocfinderService:
         self._reload_lock = threading.Lock()
         self._lm = lm
         self._lm_lock = asyncio.Lock()
-        self._llama: LlamaServer | None = None
+        self._resources = AsyncExitStack()  # what the service started (the embedded LLM server)
         self._conversations: ConversationStore | None = None
         self._agent: AnswerAgent | None = None
 
@@ -90,9 +90,7 @@ class DocfinderService:
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._snapshot = None
-        if self._llama is not None:
-            await self._llama.__aexit__(None, None, None)
-            self._llama = None
+        await self._resources.aclose()
         if self._conversations is not None:
             self._conversations.close()
             self._conversations = None
@@ -101,20 +99,7 @@ class DocfinderService:
         """The LLM: the configured server, or the embedded llama.cpp server started on first use."""
         async with self._lm_lock:
             if self._lm is None:
-                if self.settings.llm_api_base is not None:
-                    self._lm = make_lm(self.settings)
-                else:
-                    settings = self.settings
-                    model = await asyncio.to_thread(ensure_model_file, settings.model_cache_dir)
-                    server = LlamaServer(
-                        model,
-                        log_path=settings.model_cache_dir / "llama-server.log",
-                        n_ctx=settings.llm_context_tokens,
-                        threads=settings.llm_threads,
-                    )
-                    await server.__aenter__()
-                    self._llama = server
-                    self._lm = make_lm(settings, api_base=server.api_base)
+                self._lm = await self._resources.enter_async_context(open_lm(self.settings))
             return self._lm
 
     @property
@@ -290,6 +275,7 @@ def ingest_options(settings: Settings) -> IngestOptions:
             overlap_tokens=settings.chunk_overlap_tokens,
             method=settings.chunker,
             semantic_percentile=settings.semantic_percentile,
+            contextual=settings.enrich,
         ),
         bm25=Bm25Params(k1=settings.bm25_k1, b=settings.bm25_b),
         keep_versions=settings.keep_versions,
@@ -305,6 +291,7 @@ def run_ingest(
     collection: str | None = None,
     embedder: Embedder | None = None,
     progress: IngestProgress = NoProgress(),
+    enricher: Enricher | None = None,
 ) -> IngestReport:
     """Build a new index version from ``inputs`` (blocking; the CLI and the ingest job call it)."""
     return ingest(
@@ -314,4 +301,28 @@ def run_ingest(
         collection=collection,
         options=ingest_options(settings),
         progress=progress,
+        enricher=enricher,
     )
+
+
+async def run_enriched_ingest(
+    settings: Settings,
+    inputs: list[Path],
+    *,
+    collection: str | None = None,
+    progress: IngestProgress = NoProgress(),
+    lm: Any = None,
+) -> IngestReport:
+    """Ingest with contextual enrichment: the LLM (given, or opened here) situates each new chunk."""
+    from server.enrichment import EnrichmentCache, LLMEnricher
+
+    settings = settings.model_copy(update={"enrich": True})
+    cache = EnrichmentCache(settings.index_dir / "enrichment.sqlite3")
+    async with AsyncExitStack() as stack:
+        model = lm if lm is not None else await stack.enter_async_context(open_lm(settings))
+        stack.callback(cache.close)
+        enricher = LLMEnricher(model, cache)
+        # Conversion, chunking and embedding are blocking and CPU-bound: run them in a worker thread.
+        return await asyncio.to_thread(
+            run_ingest, settings, inputs, collection=collection, progress=progress, enricher=enricher
+        )

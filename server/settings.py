@@ -97,6 +97,10 @@ class Settings(BaseSettings):
         lt=100,
         description="Semantic chunker: split where adjacent-sentence similarity is this low.",
     )
+    enrich: bool = Field(
+        False,
+        description="Contextual enrichment: the LLM situates each chunk in its document before indexing.",
+    )
     sparse_similarity_threshold: float = Field(
         0.85,
         gt=0,
