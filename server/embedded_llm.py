@@ -125,11 +125,13 @@ class LlamaServer:
         # The server logs a lot; a file (not a pipe nobody reads) keeps it from blocking.
         with open(self.log_path, "wb") as log:
             self._process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
+        ready = False
         try:
             await self._wait_ready()
-        except BaseException:
-            await self.__aexit__(None, None, None)
-            raise
+            ready = True
+        finally:
+            if not ready:  # a failed or cancelled start must not leave a server process behind
+                await self.__aexit__(None, None, None)
         return self
 
     async def _wait_ready(self) -> None:
