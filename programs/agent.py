@@ -45,7 +45,7 @@ _CITATION = re.compile(r"\[(\d+)\]")
 
 
 class LLMUnavailableError(TransientError):
-    """The language model did not answer in time or could not be reached."""
+    """The language model gave no usable reply: unreachable, too slow, or unreadable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +170,8 @@ class _Run:
             ) from exc
         except _unavailable_errors() as exc:
             raise LLMUnavailableError(f"the language model cannot be reached: {exc}") from exc
+        except _parse_errors() as exc:
+            raise LLMUnavailableError(f"the language model's reply could not be read: {exc}") from exc
 
     def result(self, text: str, outcome: Outcome, citations: list[Citation]) -> AgentAnswer:
         return AgentAnswer(
@@ -290,3 +292,10 @@ def _unavailable_errors() -> tuple[type[BaseException], ...]:
     from dspy.utils.exceptions import LMRateLimitError, LMServerError, LMTimeoutError, LMTransportError
 
     return (OSError, LMTransportError, LMTimeoutError, LMServerError, LMRateLimitError)
+
+
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    """A reply that does not fit the signature's output fields, even after DSPy's own fallbacks."""
+    from dspy.utils.exceptions import AdapterParseError
+
+    return (AdapterParseError,)

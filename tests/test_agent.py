@@ -195,3 +195,11 @@ def test_an_answer_without_citation_markers_still_lists_its_sources():
     assert [c.n for c in citations_for(chunks, "Twice a year [2].")] == [2]
     assert [c.n for c in citations_for(chunks, "Twice a year.")] == [1, 2]
     assert [c.n for c in citations_for(chunks, "See [9].")] == [1, 2]
+
+
+def test_an_unreadable_llm_reply_gives_a_sources_only_answer():
+    agent = AnswerAgent(DOMAINS)
+    model = lm({"domain": "alma"}, {"not_the_field": "x"})
+    result, _ = run(agent, model, ScriptedRetriever(HITS))
+    assert result.outcome == "llm_unavailable" and [c.passage_id for c in result.citations] == ["doc-0001"]
+    assert "could not be read" in result.trace[-1]["error"]
