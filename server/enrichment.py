@@ -49,12 +49,13 @@ class EnrichmentCache:
 class LLMEnricher:
     """An :data:`~index_build.builder.Enricher` that asks the LLM, through the cache."""
 
-    def __init__(self, lm: Any, cache: EnrichmentCache) -> None:
+    def __init__(self, lm: Any, cache: EnrichmentCache, adapter: Any) -> None:
         import dspy
 
         from programs.signatures import Situate
 
         self._lm = lm
+        self._adapter = adapter
         self._cache = cache
         self._situate = dspy.Predict(Situate)
         self.calls = 0
@@ -67,7 +68,7 @@ class LLMEnricher:
 
         headings = [b.text for b in document.blocks if b.kind == "heading"][:OUTLINE_HEADINGS]
         outline = "\n".join([document.title, *headings])
-        with dspy.context(lm=self._lm, adapter=dspy.JSONAdapter()):
+        with dspy.context(lm=self._lm, adapter=self._adapter):
             context = self._situate(
                 document=outline, heading_path=HEADING_SEPARATOR.join(chunk.heading_path), passage=chunk.text
             ).context.strip()

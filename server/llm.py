@@ -55,3 +55,31 @@ async def open_lm(settings: Settings) -> AsyncIterator[Any]:
     )
     async with server:
         yield make_lm(settings, api_base=server.api_base)
+
+
+def make_adapter(settings: Settings) -> Any:
+    """DSPy's JSON adapter with replies constrained to each signature's JSON schema by the server.
+
+    DSPy sends no ``response_format`` for ``hosted_vllm/`` models, so without this the small
+    embedded model is only asked, not forced, to reply in JSON. llama.cpp takes the schema as
+    ``{"type": "json_object", "schema": ...}`` (it rejects ``json_schema``); vLLM and other
+    OpenAI-compatible servers take the standard ``{"type": "json_schema", ...}``.
+    """
+    import dspy
+    import pydantic
+
+    llama_cpp_style = settings.llm_api_base is None
+
+    class ConstrainedJSONAdapter(dspy.JSONAdapter):
+        def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
+            fields = {name: (field.annotation, ...) for name, field in signature.output_fields.items()}
+            schema = pydantic.create_model("Reply", **fields).model_json_schema()
+            if llama_cpp_style:
+                lm_kwargs["response_format"] = {"type": "json_object", "schema": schema}
+            else:
+                lm_kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": signature.__name__, "schema": schema},
+                }
+
+    return ConstrainedJSONAdapter()

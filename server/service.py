@@ -29,7 +29,7 @@ from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import SearchHit
 from server.conversations import ConversationStore
 from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
-from server.llm import open_lm
+from server.llm import make_adapter, open_lm
 from server.settings import Settings
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ class DocfinderService:
         import dspy
 
         lm = await self.language_model()
-        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        with dspy.context(lm=lm, adapter=make_adapter(self.settings)):
             answer = await self.agent.acall(
                 question, retrieve, history=history, on_status=on_status, sparse_available=sparse_available
             )
@@ -321,7 +321,7 @@ async def run_enriched_ingest(
     async with AsyncExitStack() as stack:
         model = lm if lm is not None else await stack.enter_async_context(open_lm(settings))
         stack.callback(cache.close)
-        enricher = LLMEnricher(model, cache)
+        enricher = LLMEnricher(model, cache, make_adapter(settings))
         # Conversion, chunking and embedding are blocking and CPU-bound: run them in a worker thread.
         return await asyncio.to_thread(
             run_ingest, settings, inputs, collection=collection, progress=progress, enricher=enricher
