@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.ingest_search import percentile
 from server.eval_context import figures, load_questions
+from server.eval_retrieval import percentile
 from server.service import DocfinderService, run_ingest
 from server.settings import Settings
 

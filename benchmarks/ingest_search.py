@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from server.eval_retrieval import percentile
 from server.service import DocfinderService, run_ingest
 from server.settings import load_settings
 
@@ -26,11 +27,6 @@ class PhaseTimer:
 
     def advance(self, task: str, amount: int = 1) -> None:
         pass
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def bench_ingest_and_search(data: Path) -> dict[str, Any]:

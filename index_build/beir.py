@@ -16,7 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from index_build.builder import IngestOptions, IngestProgress, NoProgress, embedder_manifest, write_version
+from index_build.builder import (
+    EMBED_BATCH,
+    IngestOptions,
+    IngestProgress,
+    NoProgress,
+    embedder_manifest,
+    write_version,
+)
 from index_build.layout import writer_lock
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import collection_name, file_sha256
@@ -24,8 +31,6 @@ from index_build.version import FileRecord
 from pipeline.errors import ConfigurationError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.types import Chunk, model_text
-
-EMBED_BATCH = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,13 +138,14 @@ async def _run(
     async with DocfinderService(settings) as service:
         for question in questions:
             gold = figures(question.answer)
+            # One retrieval per question; every strategy and budget selects from the same hits.
+            result = await service.search(question.text, k=settings.context_candidates)
             for strategy in strategies:
                 for budget in budgets:
                     config: ContextConfig = replace(base, budget_tokens=budget, **strategy.overrides)
-                    result = await service.search(question.text, context=config)
-                    assert result.context is not None
-                    sources = {Path(p.chunk.source).name for p in result.context.pieces}
-                    found = context_figures(result.context.text)
+                    context = await service.assemble_context(result, config)
+                    sources = {Path(p.chunk.source).name for p in context.pieces}
+                    found = context_figures(context.text)
                     total = totals.setdefault(
                         (strategy.name, budget), {"docs": 0.0, "figures": 0.0, "scored": 0}
                     )

@@ -212,7 +212,7 @@ def _measure(
         **metrics(dataset.qrels, run),
         "latency_ms": {
             "p50": round(statistics.median(latencies), 3),
-            "p95": round(_percentile(latencies, 0.95), 3),
+            "p95": round(percentile(latencies, 0.95), 3),
         },
     }
 
@@ -300,6 +300,7 @@ def _latency_floor(snapshot: IndexSnapshot, embedder: Embedder, dataset: BeirDat
     return {k: round(v, 3) for k, v in parts.items()}
 
 
-def _percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile of ``values`` (nearest rank)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]

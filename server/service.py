@@ -58,7 +58,7 @@ class SearchResult:
 
 
 class DocfinderService:
-    """Search and ingest over one index directory. Use as ``async with DocfinderService(...)``."""
+    """Search, ask and ingest over one index directory. Use as ``async with DocfinderService(...)``."""
 
     def __init__(
         self,
@@ -75,6 +75,7 @@ class DocfinderService:
         self._snapshot: IndexSnapshot | None = None
         self._reload_lock = threading.Lock()
         self._lm = lm
+        self._adapter: Any = None  # DSPy adapter matching the LLM server, built with the LLM
         self._lm_lock = asyncio.Lock()
         self._resources = AsyncExitStack()  # what the service started (the embedded LLM server)
         self._conversations: ConversationStore | None = None
@@ -100,6 +101,8 @@ class DocfinderService:
         async with self._lm_lock:
             if self._lm is None:
                 self._lm = await self._resources.enter_async_context(open_lm(self.settings))
+            if self._adapter is None:
+                self._adapter = make_adapter(self.settings)
             return self._lm
 
     @property
@@ -158,7 +161,7 @@ class DocfinderService:
         import dspy
 
         lm = await self.language_model()
-        with dspy.context(lm=lm, adapter=make_adapter(self.settings)):
+        with dspy.context(lm=lm, adapter=self._adapter):
             answer = await self.agent.acall(
                 question, retrieve, history=history, on_status=on_status, sparse_available=sparse_available
             )
@@ -226,22 +229,33 @@ class DocfinderService:
                 reranker=self.reranker,
                 glossary=self.glossary,
             )
-            assembled = None
-            if context is not None:
-                assembled = build_context(
-                    result.hits,
-                    context,
-                    tokenizer=self.embedder.tokenizer,
-                    chunk_vector=snapshot.embedding,
-                    embed_texts=self.embedder.embed,
-                    query_vector=self.embedder.embed_query(query),
-                )
+            assembled = self._assemble(snapshot, query, result.hits, context) if context else None
             trace = result.trace + (assembled.trace if assembled else [])
             hits = result.hits[:k] if k else result.hits
             return SearchResult(query, mode, snapshot.version_id, hits, trace, assembled)
 
         # Query encoding, BM25 scoring and reranking are CPU-bound: keep them off the event loop.
         return await asyncio.to_thread(run)
+
+    async def assemble_context(self, result: SearchResult, context: ContextConfig) -> Context:
+        """Select and order ``result``'s hits into an LLM context, without searching again."""
+
+        def run() -> Context:
+            return self._assemble(self._current_snapshot(), result.query, result.hits, context)
+
+        return await asyncio.to_thread(run)
+
+    def _assemble(
+        self, snapshot: IndexSnapshot, query: str, hits: list[SearchHit], context: ContextConfig
+    ) -> Context:
+        return build_context(
+            hits,
+            context,
+            tokenizer=self.embedder.tokenizer,
+            chunk_vector=snapshot.embedding,
+            embed_texts=self.embedder.embed,
+            query_vector=self.embedder.embed_query(query),
+        )
 
     def _boosts(self, domain: str | None) -> dict[str, float] | None:
         if domain is None:
