@@ -3,13 +3,16 @@
 Per question: whether a gold document is among the cited sources, the share of the gold
 answer's figures that appear in the answer, whether both checks passed, the latency, and
 the time to the first status event. ``BENCH_AGENT_QUESTIONS=N`` limits the run to the first
-N questions (the embedded model needs about half a minute per question on two cores).
+N questions (the embedded model needs one to three minutes per question on two cores). Each
+question's row is appended to ``bench-results/agent_sec10q.jsonl`` as soon as it is done, so a
+long run can be watched and its rows inspected.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
+import json
 import os
 import statistics
 import time
@@ -39,7 +42,10 @@ def bench_agent(
         }
     )
     run_ingest(settings, [dataset / "docs"], collection=dataset.name)
-    rows = asyncio.run(_ask_all(settings, questions, lm))
+    rows_file = Path("bench-results") / "agent_sec10q.jsonl"
+    rows_file.parent.mkdir(exist_ok=True)
+    rows_file.write_text("")
+    rows = asyncio.run(_ask_all(settings, questions, lm, rows_file))
     latencies = [r["seconds"] for r in rows]
     first_status = [r["first_status_s"] for r in rows if r["first_status_s"] is not None]
     with_figures = [r for r in rows if r["gold_figures"]]
@@ -64,7 +70,7 @@ def bench_agent(
     }
 
 
-async def _ask_all(settings: Settings, questions: list, lm: Any) -> list[dict[str, Any]]:
+async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path) -> list[dict[str, Any]]:
     rows = []
     async with DocfinderService(settings, lm=lm) as service:
         await service.language_model()  # start the embedded server before timing anything
@@ -81,16 +87,31 @@ async def _ask_all(settings: Settings, questions: list, lm: Any) -> list[dict[st
             result = await service.ask(question.text, on_status=on_status)
             agent = result.agent
             gold = figures(question.answer)
-            rows.append(
-                {
-                    "seconds": time.perf_counter() - started,
-                    "first_status_s": first[0] if first else None,
-                    "outcome": agent.outcome,
-                    "gold_cited": any(
-                        fnmatch.fnmatch(Path(c.source).name, question.gold_docs) for c in agent.citations
-                    ),
-                    "gold_figures": len(gold),
-                    "figures_found": len(gold & figures(agent.answer)),
-                }
-            )
+            row = {
+                "question": question.text,
+                "seconds": time.perf_counter() - started,
+                "first_status_s": first[0] if first else None,
+                "outcome": agent.outcome,
+                "llm_calls": sum(e["step"] in _LLM_STEPS for e in agent.trace),
+                "gold_cited": any(
+                    fnmatch.fnmatch(Path(c.source).name, question.gold_docs) for c in agent.citations
+                ),
+                "gold_figures": len(gold),
+                "figures_found": len(gold & figures(agent.answer)),
+                "answer": agent.answer,
+            }
+            rows.append(row)
+            with rows_file.open("a") as out:
+                out.write(json.dumps(row) + "\n")
     return rows
+
+
+_LLM_STEPS = {
+    "condense",
+    "classify_query",
+    "review_query",
+    "transform_query",
+    "generate",
+    "supported",
+    "useful",
+}

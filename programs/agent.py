@@ -83,23 +83,33 @@ class AgentAnswer:
     trace: list[dict[str, Any]] = field(default_factory=list)
 
 
-def number_passages(chunks: Sequence[Chunk]) -> str:
-    """The passages as the generate step reads them: ``[n] title › heading (p. x)`` then the text."""
-    blocks = []
-    for n, chunk in enumerate(chunks, start=1):
-        blocks.append(f"[{n}] {chunk.citation_label()}\n{chunk.text}")
-    return "\n\n".join(blocks)
+def number_passages(chunks: Sequence[Chunk], numbered_from: Sequence[Chunk] | None = None) -> str:
+    """The passages as the generate step reads them: ``[n] title › heading (p. x)`` then the text.
+
+    With ``numbered_from``, each chunk keeps its number in that list, so a subset shown to the
+    grounding check carries the numbers the answer cites.
+    """
+    numbering = {c.chunk_id: n for n, c in enumerate(numbered_from or chunks, start=1)}
+    return "\n\n".join(f"[{numbering[c.chunk_id]}] {c.citation_label()}\n{c.text}" for c in chunks)
+
+
+def cited_passages(chunks: Sequence[Chunk], answer: str) -> list[Chunk]:
+    """The passages the answer cites by number; all of them when it cites none that exist.
+
+    The grounding check reads only these: a shorter prompt, and the claim must stand on what it cites.
+    """
+    cited = {int(n) for n in _CITATION.findall(answer)}
+    chosen = [c for n, c in enumerate(chunks, start=1) if n in cited]
+    return chosen or list(chunks)
 
 
 def citations_for(chunks: Sequence[Chunk], answer: str | None = None) -> list[Citation]:
     """Citations of the passages the answer cites (all of them if it cites none or there is no answer)."""
-    cited = {int(n) for n in _CITATION.findall(answer)} if answer is not None else None
-    if cited is not None and not cited & set(range(1, len(chunks) + 1)):
-        cited = None
+    chosen = {c.chunk_id for c in (cited_passages(chunks, answer) if answer is not None else chunks)}
     return [
         Citation(n, c.title, c.source, c.pages, c.heading_path, c.chunk_id)
         for n, c in enumerate(chunks, start=1)
-        if cited is None or n in cited
+        if c.chunk_id in chosen
     ]
 
 
@@ -265,15 +275,20 @@ class _Run:
         return kept
 
     async def _checks(self, answer: str, passages: list[Chunk]) -> bool:
+        """Both checks; ``useful`` is skipped when ``supported`` already failed (the retry is the same)."""
+        cited = cited_passages(passages, answer)
         supported = (
-            await self.call(self.agent.supported, passages=number_passages(passages), answer=answer)
+            await self.call(self.agent.supported, passages=number_passages(cited, passages), answer=answer)
         ).supported
         self.verdicts["supported"] = supported
-        await self.step("supported", verdict=supported)
+        self.verdicts["useful"] = None
+        await self.step("supported", verdict=supported, passages=len(cited))
+        if supported != "yes":
+            return False
         useful = (await self.call(self.agent.useful, question=self.question, answer=answer)).useful
         self.verdicts["useful"] = useful
         await self.step("useful", verdict=useful)
-        if supported == "yes" and useful == "yes":
+        if useful == "yes":
             self.best = passages
             return True
         return False

@@ -49,7 +49,8 @@ class Transform(dspy.Signature):
 
 class Generate(dspy.Signature):
     """Answer the question briefly, using only the numbered passages. After each claim, cite the
-    passage(s) it comes from as [n]. If the passages do not contain the answer, say that the
+    passage(s) it comes from as [n], for example: "Net sales were $81.8 billion [2]." Quote figures
+    exactly as the passages give them. If the passages do not contain the answer, say that the
     documents do not answer it. Do not invent facts."""
 
     question: str = dspy.InputField()

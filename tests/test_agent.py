@@ -128,7 +128,6 @@ def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
         {"rephrased": "cryostat"},
         {"answer": "Every year [1]."},
         {"supported": "no"},
-        {"useful": "yes"},
         {"answer": "Every six months [1]; the cold head was replaced in 2019 [2]."},
         {"supported": "yes"},
         {"useful": "yes"},
@@ -138,7 +137,25 @@ def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
     assert result.outcome == "answered"
     assert retriever.calls[1] == (["How often is the cryostat warmed up?"], "alma", "sparse")
     assert "sparse_fallback" in events and events.count("generate") == 2
+    assert events.count("useful") == 1, "useful is not asked once supported has failed"
     assert [c.passage_id for c in result.citations] == ["doc-0001", "doc-0007"]
+
+
+def test_the_grounding_check_reads_only_the_cited_passages_under_their_own_numbers():
+    agent = AnswerAgent(DOMAINS)
+    hits = [*HITS, SearchHit(chunk(2, "The compressor is serviced yearly."), 0.8)]
+    model = lm(
+        {"domain": "alma"},
+        {"rephrased": "compressor"},
+        {"answer": "The compressor is serviced yearly [2]."},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    result, _ = run(agent, model, ScriptedRetriever(hits))
+    supported_prompt = model.history[3]["messages"][-1]["content"]
+    assert "[2] Manual 2" in supported_prompt and "serviced yearly" in supported_prompt
+    assert "cryostat is warmed" not in supported_prompt and "[1]" not in supported_prompt
+    assert result.trace[-2] == {**result.trace[-2], "step": "supported", "passages": 1}
 
 
 def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
