@@ -99,6 +99,7 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
                 "gold_figures": len(gold),
                 "figures_found": len(gold & figures(agent.answer)),
                 "answer": agent.answer,
+                "steps": [e["step"] for e in agent.trace],
             }
             rows.append(row)
             with rows_file.open("a") as out:

@@ -23,7 +23,7 @@ from index_build.version import (
     read_sparse,
     verify_checksums,
 )
-from pipeline.errors import IndexCorruptError, InvalidRequestError
+from pipeline.errors import IndexCorruptError, InvalidRequestError, NotFoundError
 from pipeline.sparse import SparseSet, rank_sparse
 from pipeline.types import Chunk
 
@@ -152,6 +152,21 @@ class IndexSnapshot:
         """The stored embedding of ``chunk`` (for MMR and other diversity-aware selection)."""
         collection = self.collections[chunk.collection]
         return collection.embeddings[collection.rows[chunk.chunk_id]]
+
+    def chunk(self, chunk_id: str) -> Chunk:
+        """The passage with id ``chunk_id``, or :class:`NotFoundError`."""
+        for collection in self.collections.values():
+            if chunk_id in collection.rows:
+                return collection.chunks[collection.rows[chunk_id]]
+        raise NotFoundError(f"no passage with id {chunk_id!r} in index version {self.version_id}")
+
+    def document(self, doc_id: str) -> tuple[FileRecord, list[Chunk]]:
+        """A document's file record and its passages in reading order, or :class:`NotFoundError`."""
+        for record in self.files:
+            if record.doc_id == doc_id:
+                chunks = self.collections[record.collection].chunks
+                return record, [c for c in chunks if c.doc_id == doc_id]
+        raise NotFoundError(f"no document with id {doc_id!r} in index version {self.version_id}")
 
 
 def open_live(index_dir: Path, *, verify: bool = True) -> IndexSnapshot:

@@ -46,3 +46,7 @@ class IndexCorruptError(PermanentError):
 
 class IndexBusyError(TransientError):
     """Another process is writing a new index version right now."""
+
+
+class NotFoundError(InvalidRequestError):
+    """A request names an id (answer, passage, document) that does not exist."""

@@ -18,19 +18,18 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import dspy
 
+from pipeline.answers import AgentAnswer, Citation, Outcome, StatusSink, citation_link
 from pipeline.errors import TransientError
 from pipeline.types import Chunk, SearchHit
 from programs.signatures import Classify, Condense, Generate, Review, Supported, Transform, Useful
 
-Outcome = Literal["answered", "no_documents", "unverified", "llm_unavailable"]
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[list[SearchHit]]]
-StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
 
 NO_DOCUMENTS = "I could not find anything in the documents that answers this question."
 UNVERIFIED = (
@@ -58,31 +57,6 @@ class AgentLimits:
     llm_timeout_s: float = 120.0
 
 
-@dataclass(frozen=True, slots=True)
-class Citation:
-    """A numbered source of an answer."""
-
-    n: int
-    title: str
-    source: str
-    pages: tuple[int, int]
-    heading_path: tuple[str, ...]
-    passage_id: str
-
-
-@dataclass(slots=True)
-class AgentAnswer:
-    """What the agent returns: the answer, its sources, the checks' verdicts and the trace."""
-
-    answer: str
-    outcome: Outcome
-    citations: list[Citation]
-    verdicts: dict[str, str | None]
-    question: str
-    domain: str | None
-    trace: list[dict[str, Any]] = field(default_factory=list)
-
-
 def number_passages(chunks: Sequence[Chunk], numbered_from: Sequence[Chunk] | None = None) -> str:
     """The passages as the generate step reads them: ``[n] title › heading (p. x)`` then the text.
 
@@ -103,11 +77,33 @@ def cited_passages(chunks: Sequence[Chunk], answer: str) -> list[Chunk]:
     return chosen or list(chunks)
 
 
-def citations_for(chunks: Sequence[Chunk], answer: str | None = None) -> list[Citation]:
+def with_citation_markers(answer: str, sources: Sequence[int], passages: int) -> str:
+    """The answer with ``[n]`` markers appended for its declared sources when it has none inline.
+
+    Small models often name their sources in the structured field but forget the inline
+    markers; the markers are what ties an answer to its citations.
+    """
+    if _CITATION.search(answer):
+        return answer
+    numbers = sorted({n for n in sources if 1 <= n <= passages})
+    return answer.rstrip() + " " + "".join(f"[{n}]" for n in numbers) if numbers else answer
+
+
+def citations_for(
+    chunks: Sequence[Chunk], answer: str | None = None, url_prefixes: Mapping[str, str] = {}
+) -> list[Citation]:
     """Citations of the passages the answer cites (all of them if it cites none or there is no answer)."""
     chosen = {c.chunk_id for c in (cited_passages(chunks, answer) if answer is not None else chunks)}
     return [
-        Citation(n, c.title, c.source, c.pages, c.heading_path, c.chunk_id)
+        Citation(
+            n,
+            c.title,
+            c.source,
+            c.pages,
+            c.heading_path,
+            c.chunk_id,
+            citation_link(c.source, c.pages, url_prefixes),
+        )
         for n, c in enumerate(chunks, start=1)
         if c.chunk_id in chosen
     ]
@@ -117,12 +113,17 @@ class AnswerAgent(dspy.Module):
     """The self-correcting answering loop; see the module docstring."""
 
     def __init__(
-        self, domains: dict[str, str], glossary: str = "", limits: AgentLimits = AgentLimits()
+        self,
+        domains: dict[str, str],
+        glossary: str = "",
+        limits: AgentLimits = AgentLimits(),
+        url_prefixes: Mapping[str, str] = {},
     ) -> None:
         super().__init__()
         self.domains = domains
         self.glossary = glossary
         self.limits = limits
+        self.url_prefixes = dict(url_prefixes)
         self.condense = dspy.Predict(Condense)
         self.classify_query = dspy.Predict(Classify)
         self.review_query = dspy.Predict(Review)
@@ -148,7 +149,7 @@ class AnswerAgent(dspy.Module):
                 run.best = _grade(
                     await retrieve([run.question or message], run.domain, "hybrid"), self.limits
                 )
-            return run.result(LLM_UNAVAILABLE, "llm_unavailable", citations_for(run.best))
+            return run.result(LLM_UNAVAILABLE, "llm_unavailable", run.cite(run.best))
 
 
 class _Run:
@@ -183,6 +184,9 @@ class _Run:
         except _parse_errors() as exc:
             raise LLMUnavailableError(f"the language model's reply could not be read: {exc}") from exc
 
+    def cite(self, chunks: Sequence[Chunk], answer: str | None = None) -> list[Citation]:
+        return citations_for(chunks, answer, self.agent.url_prefixes)
+
     def result(self, text: str, outcome: Outcome, citations: list[Citation]) -> AgentAnswer:
         return AgentAnswer(
             text, outcome, citations, dict(self.verdicts), self.question, self.domain, self.trace
@@ -214,30 +218,45 @@ class _Run:
             passages = await self._retrieve_and_grade(queries, "hybrid")
 
         sparse_tried = not sparse_available
+        generated: set[frozenset[str]] = set()
         while True:
-            answer = (
-                await self.call(
-                    self.agent.generate,
-                    question=self.question,
-                    passages=number_passages(passages),
-                    glossary=self.agent.glossary,
-                )
-            ).answer
-            await self.step("generate", answer=answer, passages=len(passages))
-            if await self._checks(answer, passages):
-                return self.result(answer, "answered", citations_for(passages, answer))
+            attempt = frozenset(c.chunk_id for c in passages)
+            if attempt in generated:  # temperature 0: the same passages would give the same answer
+                await self.step("generate_skipped", reason="these passages were already tried")
+            else:
+                generated.add(attempt)
+                answer = await self._generate(passages)
+                if await self._checks(answer, passages):
+                    return self.result(answer, "answered", self.cite(passages, answer))
             if not sparse_tried:
                 sparse_tried = True
-                extra = await self._retrieve_and_grade([self.question], "sparse", step="sparse_fallback")
-                known = {c.chunk_id for c in passages}
-                passages = (passages + [c for c in extra if c.chunk_id not in known])[: limits.max_passages]
+                passages = await self._add_sparse(passages)
                 continue
             if rewrites >= limits.max_rewrites:
-                return self.result(UNVERIFIED, "unverified", citations_for(self.best))
+                return self.result(UNVERIFIED, "unverified", self.cite(self.best))
             rewrites += 1
             problem = "the answer was not supported by the passages or did not answer the question"
             retried = await self._retrieve_and_grade([await self._transform(problem)], "hybrid")
             passages = retried or passages
+
+    async def _generate(self, passages: list[Chunk]) -> str:
+        reply = await self.call(
+            self.agent.generate,
+            question=self.question,
+            passages=number_passages(passages),
+            glossary=self.agent.glossary,
+        )
+        answer = with_citation_markers(reply.answer, reply.sources, len(passages))
+        await self.step("generate", answer=answer, sources=reply.sources, passages=len(passages))
+        return answer
+
+    async def _add_sparse(self, passages: list[Chunk]) -> list[Chunk]:
+        """Passages from the sparse set (facts stated nowhere else) replace the lowest-ranked ones."""
+        extra = await self._retrieve_and_grade([self.question], "sparse", step="sparse_fallback")
+        known = {c.chunk_id for c in passages}
+        room = max(1, self.agent.limits.max_passages // 4)
+        new = [c for c in extra if c.chunk_id not in known][:room]
+        return passages[: self.agent.limits.max_passages - len(new)] + new
 
     async def _classify(self) -> None:
         names = list(self.agent.domains)
@@ -250,8 +269,11 @@ class _Run:
         await self.step("classify_query", domain=self.domain, raw=raw)
 
     async def _transform(self, problem: str) -> str:
+        tried = "\n".join(
+            dict.fromkeys(q for e in self.trace if e["step"] == "retrieve" for q in e["queries"])
+        )
         rewritten = (
-            await self.call(self.agent.transform_query, question=self.question, problem=problem)
+            await self.call(self.agent.transform_query, question=self.question, problem=problem, tried=tried)
         ).rewritten
         await self.step("transform_query", query=rewritten, problem=problem)
         return rewritten

@@ -40,10 +40,12 @@ class Review(dspy.Signature):
 
 class Transform(dspy.Signature):
     """The documents found for this question did not answer it. Rewrite the question so that a
-    document search finds better passages: more specific terms, fewer filler words."""
+    document search finds better passages: more specific terms, fewer filler words, and different
+    from the queries already tried."""
 
     question: str = dspy.InputField()
     problem: str = dspy.InputField(desc="why the previous attempt failed")
+    tried: str = dspy.InputField(desc="queries already tried, one per line")
     rewritten: str = dspy.OutputField(desc="one new search query")
 
 
@@ -57,6 +59,7 @@ class Generate(dspy.Signature):
     passages: str = dspy.InputField(desc="numbered passages, '[n] title › heading (page)' then text")
     glossary: str = dspy.InputField(desc="terms of this organisation and what they mean; may be empty")
     answer: str = dspy.OutputField(desc="a short answer with [n] citations")
+    sources: list[int] = dspy.OutputField(desc="the numbers of the passages the answer uses")
 
 
 class Supported(dspy.Signature):

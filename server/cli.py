@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     http.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     http.add_argument("--host", default="127.0.0.1")
     http.add_argument("--port", type=int, default=8080)
+    mcp = serve.add_parser("mcp", help="MCP tools over stdio, for an AI assistant that starts docfinder")
+    mcp.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
 
     index = commands.add_parser("index", help="inspect the index").add_subparsers(
         dest="index_command", required=True
@@ -175,6 +177,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_search(args, settings))
     if args.command == "ask":
         return asyncio.run(_ask(args, settings))
+    if args.command == "serve" and args.serve_command == "mcp":
+        return asyncio.run(_serve_mcp(settings))
     if args.command == "serve":
         return _serve_http(args, settings)
     if args.command == "eval" and args.eval_command == "context":
@@ -209,6 +213,15 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def _serve_mcp(settings: Settings) -> int:
+    """stdio transport: stdout carries only the protocol (logs go to stderr)."""
+    from server.mcp_server import serving
+
+    async with serving(settings) as mcp:
+        await mcp.run_stdio_async()
+    return 0
+
+
 def _serve_http(args: argparse.Namespace, settings: Settings) -> int:
     from aiohttp import web
 
@@ -218,7 +231,7 @@ def _serve_http(args: argparse.Namespace, settings: Settings) -> int:
     async def app() -> web.Application:
         service = DocfinderService(settings)
         await service.__aenter__()
-        application = create_app(service)
+        application = create_app(service, settings, host=args.host)
 
         async def close(_: web.Application) -> None:
             await service.__aexit__(None, None, None)

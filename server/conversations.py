@@ -1,16 +1,23 @@
-"""Conversation history in SQLite (WAL), for the agent's condense step.
+"""Conversation history and the answers given, in SQLite (WAL).
 
-A conversation is an id and its turns (``user`` / ``assistant``), oldest first. Each
-write is one committed transaction, so an acknowledged turn survives a crash.
+A conversation is an id and its turns (``user`` / ``assistant``), oldest first; the condense
+step reads them. Every answer is also kept by its id with its sources, domain and
+collections, so feedback arriving later (a reaction hours after) can describe what it judges.
+Each write is one committed transaction, so an acknowledged turn survives a crash.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from pipeline.answers import AskResult
+from pipeline.errors import NotFoundError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS turns (
@@ -22,7 +29,33 @@ CREATE TABLE IF NOT EXISTS turns (
     created_at TEXT NOT NULL,
     PRIMARY KEY (conversation_id, position)
 );
+CREATE TABLE IF NOT EXISTS answers (
+    answer_id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    domain TEXT,
+    collections TEXT NOT NULL,
+    sources TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
 """
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAnswer:
+    """An answer as it was given: what feedback on it records."""
+
+    answer_id: str
+    conversation_id: str
+    question: str
+    answer: str
+    outcome: str
+    domain: str | None
+    collections: tuple[str, ...]
+    sources: tuple[str, ...]
+    created_at: str
 
 
 class ConversationStore:
@@ -50,27 +83,64 @@ class ConversationStore:
             ).fetchall()
         return [(role, text) for role, text in reversed(rows)]
 
-    def append(self, conversation_id: str, question: str, answer: str, answer_id: str) -> None:
-        """Record one exchange (the user's message and the answer) in one transaction."""
+    def record(self, message: str, result: AskResult) -> None:
+        """Record one exchange (the user's message and the answer) and the answer itself, atomically."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        agent = result.agent
+        sources = [c.link or c.source for c in agent.citations]
         with self._lock:
             self._connection.execute("BEGIN IMMEDIATE")
             try:
                 (last,) = self._connection.execute(
                     "SELECT COALESCE(MAX(position), -1) FROM turns WHERE conversation_id = ?",
-                    (conversation_id,),
+                    (result.conversation_id,),
                 ).fetchone()
                 self._connection.executemany(
                     "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?)",
                     [
-                        (conversation_id, last + 1, "user", question, None, now),
-                        (conversation_id, last + 2, "assistant", answer, answer_id, now),
+                        (result.conversation_id, last + 1, "user", message, None, now),
+                        (result.conversation_id, last + 2, "assistant", agent.answer, result.answer_id, now),
                     ],
+                )
+                self._connection.execute(
+                    "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        result.answer_id,
+                        result.conversation_id,
+                        agent.question,
+                        agent.answer,
+                        agent.outcome,
+                        agent.domain,
+                        json.dumps(list(result.collections)),
+                        json.dumps(sources),
+                        now,
+                    ),
                 )
                 self._connection.execute("COMMIT")
             except sqlite3.Error:
                 self._connection.execute("ROLLBACK")
                 raise
+
+    def answer(self, answer_id: str) -> StoredAnswer:
+        """The answer given under ``answer_id``; :class:`NotFoundError` when there is none."""
+        with self._lock:
+            row = self._connection.execute(
+                "SELECT * FROM answers WHERE answer_id = ?", (answer_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no answer with id {answer_id!r}")
+        (answer_id, conversation_id, question, answer, outcome, domain, collections, sources, created) = row
+        return StoredAnswer(
+            answer_id,
+            conversation_id,
+            question,
+            answer,
+            outcome,
+            domain,
+            tuple(json.loads(collections)),
+            tuple(json.loads(sources)),
+            created,
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -124,7 +124,9 @@ class LlamaServer:
             raise ConfigurationError("llama-cpp-python is not installed: run `make install`")
         # The server logs a lot; a file (not a pipe nobody reads) keeps it from blocking.
         with open(self.log_path, "wb") as log:
-            self._process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
+            self._process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            )
         ready = False
         try:
             await self._wait_ready()
@@ -168,3 +170,15 @@ class LlamaServer:
         except subprocess.TimeoutExpired:
             process.kill()
             await asyncio.to_thread(process.wait)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGTERM it when docfinder dies, even by kill -9,
+    so a crashed or killed docfinder never leaves a 2 GB model server behind."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)

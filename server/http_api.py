@@ -1,8 +1,9 @@
-"""The HTTP API (aiohttp): ask, ask with streamed status (server-sent events), search, health.
+"""The HTTP API (aiohttp): ask, ask with streamed status (server-sent events), search, feedback,
+health, and the MCP streamable HTTP endpoint at ``/mcp`` when a token is configured.
 
 Handlers only parse, call the one service object, and render. Errors become JSON bodies with
-a clear message: 400 for bad input, 413 for oversized requests, 503 when a dependency (the
-LLM, the index) is unavailable for now.
+a clear message: 400 for bad input, 404 for unknown ids, 413 for oversized requests, 503 when
+a dependency (the LLM, the index) is unavailable for now.
 """
 
 from __future__ import annotations
@@ -15,10 +16,18 @@ from typing import Any
 
 from aiohttp import web
 
-from pipeline.errors import ConfigurationError, DocfinderError, InvalidRequestError, TransientError
+from pipeline.answers import Feedback
+from pipeline.errors import (
+    ConfigurationError,
+    DocfinderError,
+    InvalidRequestError,
+    NotFoundError,
+    TransientError,
+)
 from server.openapi import OPENAPI
 from server.render import answer_to_json, hit_to_json
 from server.service import DocfinderService
+from server.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +35,10 @@ SERVICE = web.AppKey("service", DocfinderService)
 MAX_REQUEST_BYTES = 64 * 1024
 
 
-def create_app(service: DocfinderService) -> web.Application:
-    """The aiohttp application around an entered service."""
+def create_app(
+    service: DocfinderService, settings: Settings | None = None, host: str = "127.0.0.1"
+) -> web.Application:
+    """The aiohttp application around an entered service; ``/mcp`` too when ``settings.mcp_token`` is set."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_errors])
     app[SERVICE] = service
     app.router.add_get("/healthz", _health)
@@ -35,7 +46,28 @@ def create_app(service: DocfinderService) -> web.Application:
     app.router.add_post("/v1/ask", _ask)
     app.router.add_post("/v1/ask/stream", _ask_stream)
     app.router.add_post("/v1/search", _search)
+    app.router.add_post("/v1/feedback", _feedback)
+    if settings is not None and settings.mcp_token.get_secret_value():
+        mount_mcp(app, service, settings, host)
+    elif settings is not None:
+        log.info("/mcp is not served: set mcp_token (DOCFINDER_MCP_TOKEN) to enable it")
     return app
+
+
+def mount_mcp(app: web.Application, service: DocfinderService, settings: Settings, host: str) -> None:
+    """Serve the MCP streamable HTTP transport at ``/mcp``, behind the bearer token from settings."""
+    from server.asgi_mount import asgi_handler
+    from server.mcp_server import build_mcp_server
+
+    mcp = build_mcp_server(service, settings)
+    asgi_app = mcp.streamable_http_app(host=host)  # creates the session manager run below
+
+    async def sessions(_: web.Application):
+        async with mcp.session_manager.run():
+            yield
+
+    app.cleanup_ctx.append(sessions)
+    app.router.add_route("*", "/mcp", asgi_handler(asgi_app, settings.mcp_token.get_secret_value()))
 
 
 @web.middleware
@@ -44,6 +76,8 @@ async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitab
         return await handler(request)
     except web.HTTPException:
         raise
+    except NotFoundError as exc:
+        return _error(404, str(exc))
     except InvalidRequestError as exc:
         return _error(400, str(exc))
     except (TransientError, ConfigurationError) as exc:
@@ -132,3 +166,18 @@ async def _search(request: web.Request) -> web.Response:
             "hits": [hit_to_json(h) for h in result.hits],
         }
     )
+
+
+async def _feedback(request: web.Request) -> web.Response:
+    body = await _body(request, "answer_id")
+    rating, label, comment = body.get("rating"), body.get("label"), body.get("comment", "")
+    if rating is not None and not isinstance(rating, int):
+        raise InvalidRequestError("'rating' must be an integer from 1 to 5")
+    if (label is not None and not isinstance(label, str)) or not isinstance(comment, str):
+        raise InvalidRequestError("'label' and 'comment' must be strings")
+    record = await request.app[SERVICE].record_feedback(
+        Feedback(
+            body["answer_id"], "http", user=body.get("user", ""), rating=rating, label=label, comment=comment
+        )
+    )
+    return web.json_response({"feedback_id": record.feedback_id, "answer_id": record.answer_id}, status=201)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from pipeline.answers import AskResult
 from pipeline.context import Context
 from pipeline.types import SearchHit
-from server.service import AskResult
 
 
 def hit_to_json(hit: SearchHit) -> dict[str, Any]:

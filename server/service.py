@@ -21,28 +21,21 @@ from index_build.builder import Enricher, IngestOptions, IngestProgress, IngestR
 from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
 from index_build.snapshot import IndexSnapshot, open_live
-from index_build.version import Bm25Params
+from index_build.version import Bm25Params, FileRecord
+from pipeline.answers import AskResult, Feedback, FeedbackRecord, Platform, StatusSink
 from pipeline.context import Context, ContextConfig, build_context
 from pipeline.errors import InvalidRequestError
 from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
-from pipeline.types import SearchHit
+from pipeline.types import Chunk, SearchHit
 from server.conversations import ConversationStore
 from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
+from server.feedback import FeedbackStore, validate_feedback
 from server.llm import make_adapter, open_lm
 from server.settings import Settings
 
 if TYPE_CHECKING:
-    from programs.agent import AgentAnswer, AnswerAgent, StatusSink
-
-
-@dataclass(frozen=True, slots=True)
-class AskResult:
-    """An answer with its ids (for feedback and follow-up questions)."""
-
-    answer_id: str
-    conversation_id: str
-    agent: AgentAnswer
+    from programs.agent import AnswerAgent
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +72,7 @@ class DocfinderService:
         self._lm_lock = asyncio.Lock()
         self._resources = AsyncExitStack()  # what the service started (the embedded LLM server)
         self._conversations: ConversationStore | None = None
+        self._feedback: FeedbackStore | None = None
         self._agent: AnswerAgent | None = None
 
     async def __aenter__(self) -> DocfinderService:
@@ -95,6 +89,9 @@ class DocfinderService:
         if self._conversations is not None:
             self._conversations.close()
             self._conversations = None
+        if self._feedback is not None:
+            self._feedback.close()
+            self._feedback = None
 
     async def language_model(self) -> Any:
         """The LLM: the configured server, or the embedded llama.cpp server started on first use."""
@@ -122,6 +119,7 @@ class DocfinderService:
                     max_passages=settings.max_passages,
                     llm_timeout_s=settings.llm_timeout_s,
                 ),
+                url_prefixes=settings.source_url_prefixes,
             )
         return self._agent
 
@@ -130,6 +128,14 @@ class DocfinderService:
         if self._conversations is None:
             self._conversations = ConversationStore(self.settings.conversations_path)
         return self._conversations
+
+    @property
+    def feedback(self) -> FeedbackStore:
+        if self._feedback is None:
+            self._feedback = FeedbackStore(
+                self.settings.feedback_path, self.settings.pseudonym_key.get_secret_value()
+            )
+        return self._feedback
 
     async def ask(
         self,
@@ -140,9 +146,7 @@ class DocfinderService:
         on_status: StatusSink | None = None,
     ) -> AskResult:
         """Answer ``question`` with citations through the agent; the exchange joins the conversation."""
-        question = question.strip()
-        if not question:
-            raise InvalidRequestError("the question is empty")
+        question = self.check_question(question)
         if on_status is not None:  # at once, so that every front door can show progress immediately
             await on_status({"step": "received", "t": 0.0, "question": question})
         conversation_id = conversation_id or ConversationStore.new_id()
@@ -165,11 +169,33 @@ class DocfinderService:
             answer = await self.agent.acall(
                 question, retrieve, history=history, on_status=on_status, sparse_available=sparse_available
             )
-        answer_id = uuid.uuid4().hex
-        await asyncio.to_thread(
-            self.conversations.append, conversation_id, question, answer.answer, answer_id
+        result = AskResult(
+            uuid.uuid4().hex, conversation_id, answer, tuple(collections or snapshot.collections)
         )
-        return AskResult(answer_id=answer_id, conversation_id=conversation_id, agent=answer)
+        await asyncio.to_thread(self.conversations.record, question, result)
+        return result
+
+    def check_question(self, question: str) -> str:
+        """The question stripped, or :class:`InvalidRequestError` when empty or over the length limit."""
+        question = question.strip()
+        if not question:
+            raise InvalidRequestError("the question is empty")
+        if len(question) > self.settings.max_question_chars:
+            limit = self.settings.max_question_chars
+            raise InvalidRequestError(
+                f"the question has {len(question):,} characters; the limit is {limit:,}"
+            )
+        return question
+
+    async def record_feedback(self, feedback: Feedback) -> FeedbackRecord:
+        """Store feedback on an answer given earlier (committed before this returns)."""
+        validate_feedback(feedback)
+        answer = await asyncio.to_thread(self.conversations.answer, feedback.answer_id)
+        return await asyncio.to_thread(self.feedback.add, feedback, answer)
+
+    async def retract_feedback(self, answer_id: str, platform: Platform, user: str, reaction: str) -> int:
+        """Remove the feedback that ``reaction`` by ``user`` gave on ``answer_id``; returns how many rows."""
+        return await asyncio.to_thread(self.feedback.retract, answer_id, platform, user, reaction)
 
     @property
     def embedder(self) -> Embedder:
@@ -264,6 +290,38 @@ class DocfinderService:
             known = ", ".join(sorted(self.settings.domains)) or "none configured"
             raise InvalidRequestError(f"unknown domain {domain!r} (known: {known})")
         return self.settings.domains[domain].collections or None
+
+    async def passage(self, passage_id: str) -> tuple[str, Chunk]:
+        """The live version id and the passage ``passage_id`` (:class:`NotFoundError` when unknown)."""
+        snapshot = await asyncio.to_thread(self._current_snapshot)
+        return snapshot.version_id, snapshot.chunk(passage_id)
+
+    async def document(self, doc_id: str, page: int | None = None) -> tuple[str, FileRecord, list[Chunk]]:
+        """The live version id, a document's record and its passages in order (only ``page``'s if given)."""
+        snapshot = await asyncio.to_thread(self._current_snapshot)
+        record, chunks = snapshot.document(doc_id)
+        if page is not None:
+            if not 1 <= page <= max(record.pages, 1):
+                raise InvalidRequestError(f"page {page} is outside {record.title!r} (pages 1–{record.pages})")
+            chunks = [c for c in chunks if c.pages[0] <= page <= c.pages[1] or c.pages == (0, 0)]
+        return snapshot.version_id, record, chunks
+
+    async def list_collections(self) -> tuple[str, list[dict[str, Any]]]:
+        """The live version id and, per collection, its name and document and chunk counts."""
+        snapshot = await asyncio.to_thread(self._current_snapshot)
+        documents: dict[str, int] = {}
+        for record in snapshot.files:
+            documents[record.collection] = documents.get(record.collection, 0) + 1
+        described = self.settings.collections
+        return snapshot.version_id, [
+            {
+                "name": name,
+                "description": described[name].description if name in described else "",
+                "documents": documents.get(name, 0),
+                "chunks": len(collection.chunks),
+            }
+            for name, collection in sorted(snapshot.collections.items())
+        ]
 
     async def index_info(self) -> dict[str, Any]:
         """The live version's manifest summary: version, models, counts."""

@@ -200,6 +200,24 @@ class Settings(BaseSettings):
         Path(".docfinder/conversations.sqlite3"), description="SQLite file of conversation history."
     )
     history_turns: int = Field(6, ge=0, le=50, description="Earlier turns given to the condense step.")
+    max_question_chars: int = Field(
+        2000, ge=10, le=100_000, description="Longest question accepted by every front door, in characters."
+    )
+    source_url_prefixes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Local path prefix → URL prefix for citation links (unlisted paths link as file://).",
+    )
+    feedback_path: Path = Field(
+        Path(".docfinder/feedback.sqlite3"), description="SQLite file of feedback on answers."
+    )
+    pseudonym_key: SecretStr = Field(
+        SecretStr(""),
+        description="Key that pseudonymises user ids in feedback; unset, one is made and kept in the store.",
+    )
+    mcp_token: SecretStr = Field(
+        SecretStr(""),
+        description="Bearer token MCP clients must send to /mcp; unset, `serve http` does not mount /mcp.",
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:

@@ -60,7 +60,7 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
     model = lm(
         {"domain": "alma"},
         {"rephrased": "cryostat warm-up interval"},
-        {"answer": "Every six months [1]."},
+        {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "yes"},
     )
@@ -90,7 +90,7 @@ def test_history_is_condensed_first():
         {"standalone_question": "How often is the ALMA cryostat warmed up?"},
         {"domain": "alma"},
         {"rephrased": "cryostat maintenance"},
-        {"answer": "Every six months [1]."},
+        {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "yes"},
     )
@@ -126,9 +126,9 @@ def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
     model = lm(
         {"domain": "alma"},
         {"rephrased": "cryostat"},
-        {"answer": "Every year [1]."},
+        {"answer": "Every year [1].", "sources": [1]},
         {"supported": "no"},
-        {"answer": "Every six months [1]; the cold head was replaced in 2019 [2]."},
+        {"answer": "Every six months [1]; the cold head was replaced in 2019 [2].", "sources": [2]},
         {"supported": "yes"},
         {"useful": "yes"},
     )
@@ -147,7 +147,7 @@ def test_the_grounding_check_reads_only_the_cited_passages_under_their_own_numbe
     model = lm(
         {"domain": "alma"},
         {"rephrased": "compressor"},
-        {"answer": "The compressor is serviced yearly [2]."},
+        {"answer": "The compressor is serviced yearly [2].", "sources": [2]},
         {"supported": "yes"},
         {"useful": "yes"},
     )
@@ -163,19 +163,65 @@ def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
     model = lm(
         {"domain": "alma"},
         {"rephrased": "cryostat"},
-        {"answer": "The cryostat exists [1]."},
+        {"answer": "The cryostat exists [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "no"},
         {"rewritten": "cryostat warm-up frequency"},
-        {"answer": "It is warmed [1]."},
+        {"answer": "It is warmed [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "no"},
     )
-    retriever = ScriptedRetriever(HITS, HITS)
+    retriever = ScriptedRetriever(HITS, [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7)])
     result, events = run(agent, model, retriever, sparse_available=False)
     assert result.outcome == "unverified" and result.answer == UNVERIFIED
     assert [c.passage_id for c in result.citations] == ["doc-0001"]
     assert events.count("useful") == 2 and "sparse_fallback" not in events
+
+
+def test_the_same_passages_are_not_generated_from_twice():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
+    model = lm(
+        {"domain": "alma"},
+        {"rephrased": "cryostat"},
+        {"answer": "Every year [1].", "sources": [1]},
+        {"supported": "no"},
+        {"rewritten": "cryostat warm-up interval"},
+    )
+    retriever = ScriptedRetriever(HITS, HITS)
+    result, events = run(agent, model, retriever, sparse_available=False)
+    assert result.outcome == "unverified"
+    assert events.count("generate") == 1 and "generate_skipped" in events
+    transform = next(e for e in result.trace if e["step"] == "transform_query")
+    assert transform["query"] == "cryostat warm-up interval"
+    tried_prompt = model.history[-1]["messages"][-1]["content"]
+    assert "How often is the cryostat warmed up?" in tried_prompt and "cryostat\n" in tried_prompt
+
+
+def test_sparse_passages_replace_the_lowest_ranked_when_the_context_is_full():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4))
+    full = [SearchHit(chunk(n, f"Passage {n} about the cryostat."), 1.0 - n / 10) for n in range(1, 5)]
+    model = lm(
+        {"domain": "alma"},
+        {"rephrased": "cryostat"},
+        {"answer": "Every year [1].", "sources": [1]},
+        {"supported": "no"},
+        {"answer": "The cold head was replaced in 2019 [4].", "sources": [4]},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    result, _ = run(agent, model, ScriptedRetriever(full, SPARSE))
+    assert result.outcome == "answered"
+    assert [c.passage_id for c in result.citations] == ["doc-0007"]
+    second = [e for e in result.trace if e["step"] == "generate"][1]
+    assert second["passages"] == 4
+
+
+def test_declared_sources_become_inline_markers_when_the_answer_has_none():
+    from programs.agent import with_citation_markers
+
+    assert with_citation_markers("Twice a year.", [2, 1, 9], passages=3) == "Twice a year. [1][2]"
+    assert with_citation_markers("Twice a year [2].", [1], passages=3) == "Twice a year [2]."
+    assert with_citation_markers("Twice a year.", [], passages=3) == "Twice a year."
 
 
 class SlowLM(dspy.BaseLM):

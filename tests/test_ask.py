@@ -20,7 +20,7 @@ from tests.samples import write_sample_corpus
 FIRST = [
     {"domain": "proposal_preparation"},
     {"rephrased": "proposal submission deadline"},
-    {"answer": "Proposals are due on 15 April [1]."},
+    {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
     {"supported": "yes"},
     {"useful": "yes"},
 ]
@@ -28,7 +28,7 @@ FOLLOW_UP = [
     {"standalone_question": "How many co-investigators may a proposal name?"},
     {"domain": "proposal_preparation"},
     {"rephrased": "co-investigators per proposal"},
-    {"answer": "At most twelve [1]."},
+    {"answer": "At most twelve [1].", "sources": [1]},
     {"supported": "yes"},
     {"useful": "yes"},
 ]

@@ -95,7 +95,7 @@ def test_the_agent_benchmark_scores_citations_figures_checks_and_latency(tmp_pat
     per_question = [
         {"domain": "general"},
         {"rephrased": "net sales"},
-        {"answer": "Net sales were 12,345 [1]."},
+        {"answer": "Net sales were 12,345 [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "yes"},
     ]

@@ -18,7 +18,7 @@ from tests.samples import write_sample_corpus
 SCRIPT = [
     {"domain": "proposal_preparation"},
     {"rephrased": "proposal submission deadline"},
-    {"answer": "Proposals are due on 15 April [1]."},
+    {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
     {"supported": "yes"},
     {"useful": "yes"},
 ]

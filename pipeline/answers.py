@@ -1,0 +1,146 @@
+"""The shapes every front door shares: answers with citations, feedback, and the service Protocol.
+
+The bots (``bots/``) are handed the service typed by :class:`AnsweringService`, so they depend
+on these small types and never on the composition root that builds the real service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+from urllib.parse import quote
+
+Outcome = Literal["answered", "no_documents", "unverified", "llm_unavailable"]
+StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
+
+# The reference system's feedback labels, in its order (best first).
+FEEDBACK_LABELS = (
+    "Perfect answer, accurate",
+    "Correct, but missing information",
+    "Correct, but too verbose",
+    "Correct, but not useful",
+    "Irrelevant",
+    "Incorrect answer",
+    "Confusing",
+    "Cannot be answered",
+)
+Platform = Literal["slack", "teams", "http", "mcp"]
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A numbered source of an answer; ``link`` opens the document at the cited page."""
+
+    n: int
+    title: str
+    source: str
+    pages: tuple[int, int]
+    heading_path: tuple[str, ...]
+    passage_id: str
+    link: str = ""
+
+
+@dataclass(slots=True)
+class AgentAnswer:
+    """What the agent returns: the answer, its sources, the checks' verdicts and the trace."""
+
+    answer: str
+    outcome: Outcome
+    citations: list[Citation]
+    verdicts: dict[str, str | None]
+    question: str
+    domain: str | None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class AskResult:
+    """An answer with its ids (for feedback and follow-up questions)."""
+
+    answer_id: str
+    conversation_id: str
+    agent: AgentAnswer
+    collections: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One judgement of an answer as a front door receives it (a reaction, a rating, a label).
+
+    ``user`` is the platform's raw user id; the service stores only a pseudonym of it.
+    ``reaction`` names what produced it (an emoji, a Teams reaction type), so that removing
+    the reaction can retract exactly this record.
+    """
+
+    answer_id: str
+    platform: Platform
+    user: str = ""
+    rating: int | None = None
+    label: str | None = None
+    comment: str = ""
+    channel: str = ""
+    reaction: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackRecord:
+    """A stored judgement with everything an evaluation set needs about the answer it judges."""
+
+    feedback_id: int
+    answer_id: str
+    platform: str
+    user: str
+    rating: int | None
+    label: str | None
+    comment: str
+    channel: str
+    reaction: str
+    question: str
+    answer: str
+    sources: tuple[str, ...]
+    domain: str | None
+    collections: tuple[str, ...]
+    created_at: str
+
+
+class AnsweringService(Protocol):
+    """What a chat front door needs from the service: ask, and record or retract feedback."""
+
+    async def ask(
+        self,
+        question: str,
+        *,
+        conversation_id: str | None = None,
+        collections: list[str] | None = None,
+        on_status: StatusSink | None = None,
+    ) -> AskResult:
+        """Answer ``question`` in ``conversation_id`` (a new one when absent)."""
+        ...
+
+    async def record_feedback(self, feedback: Feedback) -> FeedbackRecord:
+        """Store ``feedback`` on a known answer; raises ``NotFoundError`` for an unknown answer id."""
+        ...
+
+    async def retract_feedback(self, answer_id: str, platform: Platform, user: str, reaction: str) -> int:
+        """Remove the records that ``reaction`` by ``user`` created; returns how many."""
+        ...
+
+
+def citation_link(source: str, pages: tuple[int, int], url_prefixes: Mapping[str, str] = {}) -> str:
+    """A link that opens ``source`` at its first cited page.
+
+    A local path under one of ``url_prefixes`` (local prefix → URL prefix) becomes that URL,
+    any other local path a ``file://`` URL; PDFs get ``#page=N``, which browsers honour.
+    """
+    link = source
+    if "://" not in source:
+        for local, url in sorted(url_prefixes.items(), key=lambda item: -len(item[0])):
+            if source.startswith(local):
+                link = url.rstrip("/") + "/" + quote(source[len(local) :].lstrip("/"))
+                break
+        else:
+            link = "file://" + quote(source)
+    if source.lower().endswith(".pdf") and pages[0] > 0:
+        link += f"#page={pages[0]}"
+    return link

@@ -1,0 +1,118 @@
+"""Serve an ASGI application (the MCP streamable HTTP endpoint) from the aiohttp server.
+
+docfinder's HTTP server is aiohttp (the Slack and Teams SDKs plug into it); the MCP SDK's
+streamable HTTP transport is an ASGI (Starlette) app. This bridge translates one aiohttp
+request into an ASGI ``http`` scope and streams the ASGI response back as it is produced,
+which server-sent events need. A static bearer token guards the mount.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from aiohttp import web
+
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]],
+    Awaitable[None],
+]
+BODY_CHUNK = 64 * 1024
+
+
+def bearer_token_valid(request: web.Request, token: str) -> bool:
+    """Whether the request carries ``Authorization: Bearer <token>`` (compared in constant time)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def asgi_handler(app: ASGIApp, token: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """An aiohttp handler that checks the bearer token, then runs ``app`` for the request."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if not bearer_token_valid(request, token):
+            return web.json_response(
+                {"error": "missing or invalid bearer token"},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="docfinder"'},
+            )
+        return await _run(app, request)
+
+    return handle
+
+
+async def _run(app: ASGIApp, request: web.Request) -> web.StreamResponse:
+    finished = asyncio.Event()
+    body_done = False
+    response: web.StreamResponse | None = None
+    pending: dict[str, Any] = {}
+
+    async def receive() -> dict:
+        nonlocal body_done
+        if not body_done:
+            chunk = await request.content.read(BODY_CHUNK)
+            body_done = request.content.at_eof()
+            return {"type": "http.request", "body": chunk, "more_body": not body_done}
+        # The body is consumed: the next message is the disconnect, when the response ends
+        # or the client goes away (polled: aiohttp does not signal a closed socket here).
+        while not finished.is_set():
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                break
+            try:
+                await asyncio.wait_for(finished.wait(), timeout=1.0)
+            except TimeoutError:
+                continue
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        nonlocal response
+        if message["type"] == "http.response.start":
+            pending["status"] = message["status"]
+            pending["headers"] = [
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", [])
+            ]
+            return
+        if message["type"] != "http.response.body":
+            return
+        if response is None:
+            response = web.StreamResponse(status=pending.get("status", 200))
+            for name, value in pending.get("headers", []):
+                response.headers.add(name, value)
+            await response.prepare(request)
+        body = message.get("body", b"")
+        if body:
+            await response.write(body)
+        if not message.get("more_body", False):
+            await response.write_eof()
+            finished.set()
+
+    try:
+        await app(_scope(request), receive, send)
+    finally:
+        finished.set()
+    if response is None:
+        return web.Response(status=pending.get("status", 500))
+    return response
+
+
+def _scope(request: web.Request) -> dict[str, Any]:
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    host, _, port = (request.host or "localhost").partition(":")
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.split("?", 1)[0].encode(),
+        "query_string": request.query_string.encode(),
+        "root_path": "",
+        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.items()],
+        "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None,
+        "server": (host, int(port) if port.isdigit() else (443 if request.scheme == "https" else 80)),
+        "state": {},
+    }

@@ -1,0 +1,300 @@
+"""docfinder as Model Context Protocol tools, resources and a prompt (mcp 2.x ``MCPServer``).
+
+Each tool is thin: check arguments, call the one service object, render the same JSON
+shapes as the HTTP API. docfinder's own errors become tool errors with a clear message (the
+server keeps serving); ``ask`` reports each agent step as a progress notification.
+"""
+
+# No ``from __future__ import annotations``: MCPServer reads the tools' annotations at run time,
+# and those use values local to build_mcp_server.
+import inspect
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import BaseModel, Field
+
+from pipeline.answers import FEEDBACK_LABELS, Feedback
+from pipeline.errors import DocfinderError, TransientError
+from pipeline.types import Chunk
+from server.render import answer_to_json
+from server.service import DocfinderService
+from server.settings import Settings
+
+INSTRUCTIONS = (
+    "docfinder answers questions from the organisation's documentation with numbered citations, "
+    "and searches its collections. Prefer `ask` for a question; use `search` to explore passages, "
+    "then `get_passage` or `get_document` to read more. Cite sources by their link."
+)
+
+
+class CitationOut(BaseModel):
+    n: int = Field(description="The number the answer cites as [n].")
+    title: str
+    source: str = Field(description="The document's path or URL as ingested.")
+    link: str = Field(description="A link that opens the document at the cited page.")
+    pages: list[int] = Field(description="First and last page of the passage (0 for formats without pages).")
+    heading_path: list[str]
+    passage_id: str = Field(description="Pass to get_passage for the full passage.")
+
+
+class AnswerOut(BaseModel):
+    answer_id: str = Field(description="Pass to submit_feedback to judge this answer.")
+    conversation_id: str = Field(description="Pass back as conversation_id to ask a follow-up question.")
+    question: str = Field(description="The standalone question that was answered.")
+    answer: str = Field(description="A short answer with [n] citations.")
+    outcome: Literal["answered", "no_documents", "unverified", "llm_unavailable"]
+    domain: str | None
+    citations: list[CitationOut]
+    verdicts: dict[str, str | None] = Field(description="The grounded ('supported') and 'useful' checks.")
+
+
+class PassageOut(BaseModel):
+    passage_id: str
+    score: float | None = None
+    text: str
+    title: str
+    source: str
+    pages: list[int]
+    heading_path: list[str]
+    collection: str
+    doc_id: str
+
+
+class SearchOut(BaseModel):
+    query: str
+    mode: str
+    index_version: str
+    passages: list[PassageOut]
+
+
+class DocumentOut(BaseModel):
+    doc_id: str
+    title: str
+    source: str
+    collection: str
+    pages: int
+    index_version: str
+    passages: list[PassageOut]
+
+
+class CollectionOut(BaseModel):
+    name: str
+    description: str
+    documents: int
+    chunks: int
+
+
+class CollectionsOut(BaseModel):
+    index_version: str
+    collections: list[CollectionOut]
+
+
+class FeedbackOut(BaseModel):
+    feedback_id: int
+    answer_id: str
+    stored: bool = True
+
+
+def passage_out(chunk: Chunk, score: float | None = None) -> PassageOut:
+    return PassageOut(
+        passage_id=chunk.chunk_id,
+        score=round(score, 6) if score is not None else None,
+        text=chunk.text,
+        title=chunk.title,
+        source=chunk.source,
+        pages=list(chunk.pages),
+        heading_path=list(chunk.heading_path),
+        collection=chunk.collection,
+        doc_id=chunk.doc_id,
+    )
+
+
+def _tool_error(exc: DocfinderError) -> ToolError:
+    hint = " (temporary: try again shortly)" if isinstance(exc, TransientError) else ""
+    return ToolError(f"{exc}{hint}")
+
+
+def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer:
+    """The MCP server over an entered service (loaded once by whoever entered it)."""
+    mcp = MCPServer(name="docfinder", instructions=INSTRUCTIONS, version=_version())
+    max_chars = settings.max_question_chars
+
+    def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Register ``fn`` as a tool described by its docstring without the source indentation."""
+        return mcp.tool(description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+
+    @tool
+    async def ask(
+        question: Annotated[str, Field(description=f"The question, at most {max_chars} characters.")],
+        ctx: Context,
+        conversation_id: Annotated[
+            str | None, Field(description="Continue this conversation (from an earlier answer).")
+        ] = None,
+        collections: Annotated[
+            list[str] | None, Field(description="Search only these collections (see list_collections).")
+        ] = None,
+    ) -> AnswerOut:
+        """Answer a question from the documentation: a short answer with [n] citations that link to the
+        document, page and heading, the grounding checks' verdicts, and an answer id for feedback.
+        Sends a progress notification for each step (retrieve, generate, checks). Takes seconds to
+        minutes on a CPU model."""
+        steps = 0
+
+        async def progress(event: dict[str, Any]) -> None:
+            nonlocal steps
+            steps += 1
+            await ctx.report_progress(steps, message=_describe_step(event))
+
+        try:
+            result = await service.ask(
+                question, conversation_id=conversation_id, collections=collections, on_status=progress
+            )
+        except DocfinderError as exc:
+            raise _tool_error(exc) from exc
+        return AnswerOut.model_validate(answer_to_json(result, trace=False))
+
+    @tool
+    async def search(
+        query: Annotated[str, Field(description="Words or a question to search for.")],
+        k: Annotated[int, Field(ge=1, le=50, description="How many passages to return.")] = 8,
+        collections: Annotated[list[str] | None, Field(description="Search only these collections.")] = None,
+        mode: Annotated[
+            Literal["hybrid", "bm25", "dense"], Field(description="hybrid (default), keyword or semantic.")
+        ] = "hybrid",
+    ) -> SearchOut:
+        """Search the documentation and return ranked passages with score, source, page, heading and
+        passage id, without writing an answer. Fast (milliseconds)."""
+        try:
+            result = await service.search(
+                service.check_question(query), k=k, mode=mode, collections=collections
+            )
+        except DocfinderError as exc:
+            raise _tool_error(exc) from exc
+        return SearchOut(
+            query=result.query,
+            mode=result.mode,
+            index_version=result.version,
+            passages=[passage_out(h.chunk, h.score) for h in result.hits],
+        )
+
+    @tool
+    async def get_passage(
+        passage_id: Annotated[str, Field(description="A passage id from ask's citations or search.")],
+    ) -> PassageOut:
+        """The full text of one passage with its document, page and heading."""
+        try:
+            _, chunk = await service.passage(passage_id)
+        except DocfinderError as exc:
+            raise _tool_error(exc) from exc
+        return passage_out(chunk)
+
+    @tool
+    async def get_document(
+        doc_id: Annotated[str, Field(description="A document id (a passage's doc_id).")],
+        page: Annotated[int | None, Field(ge=1, description="Only the passages on this page.")] = None,
+    ) -> DocumentOut:
+        """A document's passages in reading order (only one page's with `page`), with its metadata."""
+        try:
+            version, record, chunks = await service.document(doc_id, page)
+        except DocfinderError as exc:
+            raise _tool_error(exc) from exc
+        return DocumentOut(
+            doc_id=record.doc_id,
+            title=record.title,
+            source=record.path,
+            collection=record.collection,
+            pages=record.pages,
+            index_version=version,
+            passages=[passage_out(c) for c in chunks],
+        )
+
+    @tool
+    async def list_collections() -> CollectionsOut:
+        """The searchable collections with their document and chunk counts, and the index version."""
+        version, collections = await service.list_collections()
+        return CollectionsOut(index_version=version, collections=[CollectionOut(**c) for c in collections])
+
+    @tool
+    async def submit_feedback(
+        answer_id: Annotated[str, Field(description="The answer_id that ask returned.")],
+        rating: Annotated[int | None, Field(ge=1, le=5, description="1 (bad) to 5 (perfect).")] = None,
+        label: Annotated[
+            Literal[FEEDBACK_LABELS] | None,  # type: ignore[valid-type]
+            Field(description="What was right or wrong with the answer."),
+        ] = None,
+        comment: Annotated[str, Field(max_length=2000, description="Free text.")] = "",
+    ) -> FeedbackOut:
+        """Judge an answer; stored with the feedback from Slack and Teams for the admins' evaluation sets."""
+        try:
+            record = await service.record_feedback(
+                Feedback(answer_id, "mcp", rating=rating, label=label, comment=comment)
+            )
+        except DocfinderError as exc:
+            raise _tool_error(exc) from exc
+        return FeedbackOut(feedback_id=record.feedback_id, answer_id=record.answer_id)
+
+    @mcp.resource(
+        "docfinder://documents/{doc_id}",
+        name="document",
+        description="A document's text in reading order, with headings and pages.",
+        mime_type="text/markdown",
+    )
+    async def document_resource(doc_id: str) -> str:
+        try:
+            _, record, chunks = await service.document(doc_id)
+        except DocfinderError as exc:
+            raise ResourceError(str(exc)) from exc
+        return render_document(record.title, record.path, chunks)
+
+    @mcp.prompt(name="ask_with_citations", description="Ask docfinder and answer with its citations.")
+    def ask_with_citations(question: str) -> str:
+        return (
+            "Use docfinder's `ask` tool to answer the question below. Reply briefly, keep its [n] "
+            "citations, and list each cited source as a link with its page and heading. If docfinder "
+            f"says the documents do not answer it, say so.\n\nQuestion: {question}"
+        )
+
+    return mcp
+
+
+def render_document(title: str, source: str, chunks: list[Chunk]) -> str:
+    """A document as Markdown: its title, then each passage under its heading path and pages."""
+    lines = [f"# {title}", f"Source: {source}", ""]
+    last_heading: tuple[str, ...] = ()
+    for chunk in chunks:
+        if chunk.heading_path and chunk.heading_path != last_heading:
+            lines += [f"## {' › '.join(chunk.heading_path)}", ""]
+            last_heading = chunk.heading_path
+        where = f"(p. {chunk.pages[0]}) " if chunk.pages != (0, 0) else ""
+        lines += [f"{where}{chunk.text}", ""]
+    return "\n".join(lines)
+
+
+def _describe_step(event: dict[str, Any]) -> str:
+    step = event["step"]
+    if step == "retrieve":
+        return f"retrieve: {len(event.get('candidates', []))} candidates"
+    if step == "grade_documents":
+        return f"grade_documents: kept {len(event.get('kept', []))}"
+    if "verdict" in event:
+        return f"{step}: {event['verdict']}"
+    return step
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("docfinder")
+    except PackageNotFoundError:
+        return "0"
+
+
+@asynccontextmanager
+async def serving(settings: Settings) -> AsyncIterator[MCPServer]:
+    """Enter the service (index and embedder loaded once) and build the MCP server over it."""
+    async with DocfinderService(settings) as service:
+        yield build_mcp_server(service, settings)

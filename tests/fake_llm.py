@@ -1,0 +1,123 @@
+"""A deterministic OpenAI-compatible chat server on loopback, for tests and load benchmarks.
+
+It reads which fields the reply must have from the request's JSON schema (docfinder's
+adapter always sends one) and fills them from the prompt: the domain ``general``, the
+question itself as a rephrasing, an answer that quotes the first passage and cites it as
+[1], and ``yes`` for both checks. Same prompt, same reply, whichever process asks. It runs
+in its own thread, so subprocesses (the CLI, an MCP stdio server) can use it too; it can be
+told to answer slowly or to refuse with 503s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from typing import Any
+
+from aiohttp import web
+
+_FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.S)
+
+
+def reply_fields(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
+    """The deterministic reply for a signature's output ``schema`` given the user ``prompt``."""
+    inputs = {name: value.strip() for name, value in _FIELD.findall(prompt)}
+    question = inputs.get("question") or inputs.get("message") or "the question"
+    passages = inputs.get("passages", "")
+    first = re.search(r"\[1\][^\n]*\n([^\n]+)", passages)
+    reply: dict[str, Any] = {}
+    for name in schema.get("properties", {}):
+        if name == "domain":
+            reply[name] = "general"
+        elif name in {"rephrased", "rewritten", "standalone_question"}:
+            reply[name] = question
+        elif name == "answer":
+            reply[name] = f"{first.group(1)[:200]} [1]" if first else "The documents do not answer it."
+        elif name == "sources":
+            reply[name] = [1] if first else []
+        elif name in {"supported", "useful"}:
+            reply[name] = "yes"
+        else:
+            reply[name] = f"A {name} for the test."
+    return reply
+
+
+class FakeLLMServer:
+    """``with FakeLLMServer() as llm:`` then point ``llm_api_base`` at ``llm.url``."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.unavailable = False
+        self.requests = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> FakeLLMServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if self.unavailable:
+            return web.json_response({"error": {"message": "model is loading"}}, status=503)
+        body = await request.json()
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        schema = _schema(body.get("response_format") or {})
+        prompt = body["messages"][-1]["content"]
+        content = json.dumps(reply_fields(schema, prompt))
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{self.requests}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(prompt) // 4,
+                    "completion_tokens": len(content) // 4,
+                    "total_tokens": (len(prompt) + len(content)) // 4,
+                },
+            }
+        )
+
+
+def _schema(response_format: dict[str, Any]) -> dict[str, Any]:
+    if response_format.get("type") == "json_schema":
+        return response_format["json_schema"]["schema"]
+    return response_format.get("schema", {})
