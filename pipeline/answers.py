@@ -84,6 +84,14 @@ class Feedback:
 
 
 @dataclass(frozen=True, slots=True)
+class ReactionMeaning:
+    """What an emoji or reaction type says about an answer: a 1–5 rating, a label, or both."""
+
+    rating: int | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FeedbackRecord:
     """A stored judgement with everything an evaluation set needs about the answer it judges."""
 
@@ -124,6 +132,14 @@ class AnsweringService(Protocol):
 
     async def retract_feedback(self, answer_id: str, platform: Platform, user: str, reaction: str) -> int:
         """Remove the records that ``reaction`` by ``user`` created; returns how many."""
+        ...
+
+    async def remember_message(self, platform: Platform, message_ref: str, answer_id: str) -> None:
+        """Note which answer a chat message shows, so reactions to it can be traced back."""
+        ...
+
+    async def answer_for_message(self, platform: Platform, message_ref: str) -> str:
+        """The answer id a chat message shows; raises ``NotFoundError`` for any other message."""
         ...
 
 

@@ -99,6 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
     http.add_argument("--port", type=int, default=8080)
     mcp = serve.add_parser("mcp", help="MCP tools over stdio, for an AI assistant that starts docfinder")
     mcp.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    slack = serve.add_parser("slack", help="the Slack bot: Events API over HTTP, or socket mode")
+    slack.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    slack.add_argument("--socket", action="store_true", help="socket mode (needs slack_app_token)")
+    slack.add_argument("--host", default="127.0.0.1")
+    slack.add_argument("--port", type=int, default=3000)
+    teams = serve.add_parser("teams", help="the Teams bot (Bot Framework activities at /api/messages)")
+    teams.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    teams.add_argument("--host", default="127.0.0.1")
+    teams.add_argument("--port", type=int, default=3978)
 
     index = commands.add_parser("index", help="inspect the index").add_subparsers(
         dest="index_command", required=True
@@ -179,6 +188,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_ask(args, settings))
     if args.command == "serve" and args.serve_command == "mcp":
         return asyncio.run(_serve_mcp(settings))
+    if args.command == "serve" and args.serve_command == "slack" and args.socket:
+        return asyncio.run(_serve_slack_socket(settings))
     if args.command == "serve":
         return _serve_http(args, settings)
     if args.command == "eval" and args.eval_command == "context":
@@ -222,16 +233,39 @@ async def _serve_mcp(settings: Settings) -> int:
     return 0
 
 
+async def _serve_slack_socket(settings: Settings) -> int:
+    """Socket mode: the bot connects out to Slack, so it needs no public URL."""
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    from bots.slack import build_slack_app
+    from server.chat_bots import slack_config
+    from server.service import DocfinderService
+
+    config = slack_config(settings)
+    if not config.app_token:
+        raise ConfigurationError("socket mode needs slack_app_token (DOCFINDER_SLACK_APP_TOKEN, xapp-…)")
+    async with DocfinderService(settings) as service:
+        await AsyncSocketModeHandler(build_slack_app(service, config), config.app_token).start_async()
+    return 0
+
+
 def _serve_http(args: argparse.Namespace, settings: Settings) -> int:
+    """``serve http`` (the API, /mcp and configured bots), ``serve slack`` or ``serve teams``."""
     from aiohttp import web
 
+    from server.chat_bots import mount_slack, mount_teams
     from server.http_api import create_app
     from server.service import DocfinderService
 
     async def app() -> web.Application:
         service = DocfinderService(settings)
         await service.__aenter__()
-        application = create_app(service, settings, host=args.host)
+        if args.serve_command == "http":
+            application = create_app(service, settings, host=args.host)
+        else:
+            application = web.Application()
+            mount = mount_slack if args.serve_command == "slack" else mount_teams
+            mount(application, service, settings)
 
         async def close(_: web.Application) -> None:
             await service.__aexit__(None, None, None)

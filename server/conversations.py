@@ -40,6 +40,12 @@ CREATE TABLE IF NOT EXISTS answers (
     sources TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS messages (
+    platform TEXT NOT NULL,
+    message_ref TEXT NOT NULL,
+    answer_id TEXT NOT NULL,
+    PRIMARY KEY (platform, message_ref)
+);
 """
 
 
@@ -141,6 +147,24 @@ class ConversationStore:
             tuple(json.loads(sources)),
             created,
         )
+
+    def remember_message(self, platform: str, message_ref: str, answer_id: str) -> None:
+        """Note that chat message ``message_ref`` on ``platform`` shows answer ``answer_id``."""
+        with self._lock:
+            self._connection.execute(
+                "INSERT OR REPLACE INTO messages VALUES (?, ?, ?)", (platform, message_ref, answer_id)
+            )
+
+    def answer_for_message(self, platform: str, message_ref: str) -> str:
+        """The answer id a chat message shows; :class:`NotFoundError` for a message that is not an answer."""
+        with self._lock:
+            row = self._connection.execute(
+                "SELECT answer_id FROM messages WHERE platform = ? AND message_ref = ?",
+                (platform, message_ref),
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"{platform} message {message_ref!r} is not a docfinder answer")
+        return row[0]
 
     def close(self) -> None:
         with self._lock:

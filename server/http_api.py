@@ -24,6 +24,7 @@ from pipeline.errors import (
     NotFoundError,
     TransientError,
 )
+from server.chat_bots import mount_configured_bots
 from server.openapi import OPENAPI
 from server.render import answer_to_json, hit_to_json
 from server.service import DocfinderService
@@ -38,7 +39,11 @@ MAX_REQUEST_BYTES = 64 * 1024
 def create_app(
     service: DocfinderService, settings: Settings | None = None, host: str = "127.0.0.1"
 ) -> web.Application:
-    """The aiohttp application around an entered service; ``/mcp`` too when ``settings.mcp_token`` is set."""
+    """The aiohttp application around an entered service.
+
+    With ``settings``, also ``/mcp`` when an MCP token is set, ``/slack/events`` when Slack
+    credentials are set and ``/api/messages`` when a Teams app id is set.
+    """
     app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_errors])
     app[SERVICE] = service
     app.router.add_get("/healthz", _health)
@@ -47,10 +52,13 @@ def create_app(
     app.router.add_post("/v1/ask/stream", _ask_stream)
     app.router.add_post("/v1/search", _search)
     app.router.add_post("/v1/feedback", _feedback)
-    if settings is not None and settings.mcp_token.get_secret_value():
+    if settings is None:
+        return app
+    if settings.mcp_token.get_secret_value():
         mount_mcp(app, service, settings, host)
-    elif settings is not None:
+    else:
         log.info("/mcp is not served: set mcp_token (DOCFINDER_MCP_TOKEN) to enable it")
+    mount_configured_bots(app, service, settings)
     return app
 
 

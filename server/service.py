@@ -193,6 +193,14 @@ class DocfinderService:
         answer = await asyncio.to_thread(self.conversations.answer, feedback.answer_id)
         return await asyncio.to_thread(self.feedback.add, feedback, answer)
 
+    async def remember_message(self, platform: Platform, message_ref: str, answer_id: str) -> None:
+        """Note which answer a chat message shows (for reactions to it)."""
+        await asyncio.to_thread(self.conversations.remember_message, platform, message_ref, answer_id)
+
+    async def answer_for_message(self, platform: Platform, message_ref: str) -> str:
+        """The answer id shown by a chat message; :class:`NotFoundError` for any other message."""
+        return await asyncio.to_thread(self.conversations.answer_for_message, platform, message_ref)
+
     async def retract_feedback(self, answer_id: str, platform: Platform, user: str, reaction: str) -> int:
         """Remove the feedback that ``reaction`` by ``user`` gave on ``answer_id``; returns how many rows."""
         return await asyncio.to_thread(self.feedback.retract, answer_id, platform, user, reaction)

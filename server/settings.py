@@ -20,6 +20,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from pipeline.answers import FEEDBACK_LABELS
 from pipeline.errors import ConfigurationError
 
 ENV_PREFIX = "DOCFINDER_"
@@ -44,6 +45,37 @@ class DomainSettings(BaseModel):
     collections: dict[str, float] = Field(
         default_factory=dict, description="Collection → weight (w_coll) for retrieval; unlisted ones weigh 1."
     )
+
+
+class ReactionSettings(BaseModel):
+    """What one reaction means as feedback: a 1–5 rating, one of the reference labels, or both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rating: int | None = Field(None, ge=1, le=5)
+    label: Literal[FEEDBACK_LABELS] | None = None  # type: ignore[valid-type]
+
+
+DEFAULT_SLACK_REACTIONS = {
+    "white_check_mark": ReactionSettings(rating=5, label="Perfect answer, accurate"),
+    "+1": ReactionSettings(rating=4),
+    "jigsaw": ReactionSettings(rating=3, label="Correct, but missing information"),
+    "scroll": ReactionSettings(rating=3, label="Correct, but too verbose"),
+    "shrug": ReactionSettings(rating=2, label="Correct, but not useful"),
+    "confused": ReactionSettings(rating=2, label="Confusing"),
+    "-1": ReactionSettings(rating=2),
+    "no_entry_sign": ReactionSettings(rating=1, label="Irrelevant"),
+    "x": ReactionSettings(rating=1, label="Incorrect answer"),
+    "question": ReactionSettings(label="Cannot be answered"),
+}
+# Teams offers only these reaction types on a bot's message.
+DEFAULT_TEAMS_REACTIONS = {
+    "heart": ReactionSettings(rating=5, label="Perfect answer, accurate"),
+    "like": ReactionSettings(rating=4),
+    "surprised": ReactionSettings(rating=2, label="Confusing"),
+    "sad": ReactionSettings(rating=2),
+    "angry": ReactionSettings(rating=1, label="Incorrect answer"),
+}
 
 
 DEFAULT_DOMAINS = {
@@ -218,6 +250,49 @@ class Settings(BaseSettings):
         SecretStr(""),
         description="Bearer token MCP clients must send to /mcp; unset, `serve http` does not mount /mcp.",
     )
+    slack_bot_token: SecretStr = Field(
+        SecretStr(""), description="Slack bot token (xoxb-…); unset: no Slack bot."
+    )
+    slack_signing_secret: SecretStr = Field(
+        SecretStr(""), description="Slack signing secret; every HTTP event must carry a valid signature."
+    )
+    slack_app_token: SecretStr = Field(
+        SecretStr(""), description="Slack app-level token (xapp-…) for socket mode (`serve slack --socket`)."
+    )
+    slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL.")
+    slack_channels: list[str] = Field(
+        default_factory=list,
+        description="Channel ids where the Slack bot answers; empty: every channel it is in.",
+    )
+    slack_direct_messages: bool = Field(True, description="Whether the Slack bot answers direct messages.")
+    slack_collections: list[str] = Field(
+        default_factory=list, description="Collections the Slack bot searches; empty: all."
+    )
+    slack_reactions: dict[str, ReactionSettings] = Field(
+        default_factory=lambda: dict(DEFAULT_SLACK_REACTIONS),
+        description="Slack emoji name → feedback (rating 1–5 and/or label).",
+    )
+    teams_app_id: str = Field(
+        "", description="Microsoft app id of the Teams bot; set, every request is authenticated."
+    )
+    teams_app_password: SecretStr = Field(
+        SecretStr(""), description="Microsoft app password (client secret)."
+    )
+    teams_app_type: Literal["MultiTenant", "SingleTenant", "UserAssignedMSI"] = Field(
+        "MultiTenant", description="Azure bot registration type."
+    )
+    teams_tenant_id: str = Field("", description="Tenant id, for a SingleTenant or UserAssignedMSI bot.")
+    teams_conversations: list[str] = Field(
+        default_factory=list,
+        description="Team or conversation ids where the Teams bot answers; empty: everywhere it is added.",
+    )
+    teams_collections: list[str] = Field(
+        default_factory=list, description="Collections the Teams bot searches; empty: all."
+    )
+    teams_reactions: dict[str, ReactionSettings] = Field(
+        default_factory=lambda: dict(DEFAULT_TEAMS_REACTIONS),
+        description="Teams reaction type → feedback (rating 1–5 and/or label).",
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:
@@ -281,7 +356,7 @@ def reference_table() -> str:
     rows = ["| setting | default | meaning |", "| --- | --- | --- |"]
     for name, field in Settings.model_fields.items():
         default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
-        if name == "domains":
+        if name in {"domains", "slack_reactions", "teams_reactions"}:
             default = ", ".join(default)
         shown = "none" if default is None else default
         rows.append(f"| `{name}` | `{shown}` | {field.description} |")

@@ -1,0 +1,117 @@
+"""What both chat bots share: progress wording, access rules, reactions as feedback, user messages.
+
+Nothing here talks to Slack or Teams; each adapter parses its platform's events into these
+terms, calls the service it was handed, and renders the result its own way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pipeline.answers import AnsweringService, Feedback, Platform, ReactionMeaning
+from pipeline.errors import DocfinderError, InvalidRequestError, NotFoundError, TransientError
+
+log = logging.getLogger(__name__)
+
+NOT_ENABLED = (
+    "Sorry, I am not enabled here. Please ask an administrator to add this conversation to "
+    "docfinder's allowed list, or ask me where I am enabled."
+)
+THINKING = "Looking through the documentation…"
+
+_STEP_TEXT = {
+    "received": "Looking through the documentation…",
+    "condense": "Reading the conversation so far…",
+    "classify_query": "Working out what the question is about…",
+    "review_query": "Working out what the question is about…",
+    "retrieve": "Searching the documents…",
+    "sparse_fallback": "Looking for rarely mentioned facts…",
+    "transform_query": "Trying a different search…",
+    "generate": "Writing the answer…",
+    "supported": "Checking the answer against the sources…",
+    "useful": "Checking the answer against the sources…",
+}
+
+
+def status_text(step: str) -> str | None:
+    """The wording a user sees for an agent step, or None for steps not worth showing."""
+    return _STEP_TEXT.get(step)
+
+
+def error_message(exc: DocfinderError) -> str:
+    """A clear, polite message for a failed question."""
+    if isinstance(exc, TransientError):
+        return f"Sorry, I cannot answer right now ({exc}). Please try again in a few minutes."
+    if isinstance(exc, InvalidRequestError):
+        return f"Sorry, I cannot answer that: {exc}."
+    return f"Sorry, something went wrong while answering: {exc}."
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Where a bot answers and what it may search.
+
+    ``places`` holds the allowed channel, team or conversation ids (empty: everywhere the bot
+    is added); ``collections`` the collections it searches (empty: all).
+    """
+
+    places: frozenset[str] = frozenset()
+    direct_messages: bool = True
+    collections: tuple[str, ...] = ()
+
+    def allows(self, *place_ids: str, direct: bool = False) -> bool:
+        """Whether the bot answers in a conversation identified by any of ``place_ids``."""
+        if direct:
+            return self.direct_messages
+        return not self.places or any(p in self.places for p in place_ids if p)
+
+    def search_collections(self) -> list[str] | None:
+        return list(self.collections) or None
+
+
+async def reaction_added(
+    service: AnsweringService,
+    reactions: Mapping[str, ReactionMeaning],
+    platform: Platform,
+    message_ref: str,
+    reaction: str,
+    user: str,
+    channel: str,
+) -> bool:
+    """Record a reaction on a bot answer as feedback; False when it is not feedback.
+
+    A reaction that is not in the map, or on a message that is not a docfinder answer, is
+    ignored (people react to all sorts of messages).
+    """
+    meaning = reactions.get(reaction)
+    if meaning is None:
+        return False
+    try:
+        answer_id = await service.answer_for_message(platform, message_ref)
+    except NotFoundError:
+        return False
+    await service.record_feedback(
+        Feedback(
+            answer_id,
+            platform,
+            user=user,
+            rating=meaning.rating,
+            label=meaning.label,
+            channel=channel,
+            reaction=reaction,
+        )
+    )
+    return True
+
+
+async def reaction_removed(
+    service: AnsweringService, platform: Platform, message_ref: str, reaction: str, user: str
+) -> int:
+    """Retract the feedback a removed reaction had given; returns how many records went."""
+    try:
+        answer_id = await service.answer_for_message(platform, message_ref)
+    except NotFoundError:
+        return 0
+    return await service.retract_feedback(answer_id, platform, user, reaction)

@@ -1,0 +1,211 @@
+"""The Slack bot: slack-bolt's ``AsyncApp``, thin over the service it is handed.
+
+A mention in a channel, or a direct message, is a question; the bot answers in the thread,
+and the thread is the conversation (its history reaches the agent's condense step). It posts
+a placeholder at once, edits it with the agent's progress, then replaces it with the answer
+in Block Kit with numbered source links. Reactions on an answer are feedback. Over HTTP every
+request must carry a valid Slack signature (Bolt checks it, with a five-minute replay
+window); socket mode needs no public URL.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.common import (
+    NOT_ENABLED,
+    THINKING,
+    Access,
+    error_message,
+    reaction_added,
+    reaction_removed,
+    status_text,
+)
+from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
+from pipeline.errors import DocfinderError
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "slack"
+SECTION_LIMIT = 3000  # characters of one Block Kit text object
+_MENTION = re.compile(r"<@[A-Z0-9]+>")
+_SKIN_TONE = re.compile(r"::skin-tone-\d$")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+
+
+@dataclass(frozen=True, slots=True)
+class SlackConfig:
+    """What the Slack bot needs from the settings (built by the composition root)."""
+
+    bot_token: str
+    signing_secret: str
+    api_url: str = "https://slack.com/api/"
+    app_token: str = ""
+    access: Access = field(default_factory=Access)
+    reactions: Mapping[str, ReactionMeaning] = field(default_factory=dict)
+
+
+def build_slack_app(service: AnsweringService, config: SlackConfig) -> AsyncApp:
+    """The Bolt app with docfinder's listeners: mentions, direct messages, reactions."""
+    client = AsyncWebClient(token=config.bot_token, base_url=config.api_url)
+    app = AsyncApp(client=client, signing_secret=config.signing_secret, process_before_response=False)
+    bot = _SlackBot(service, config)
+    app.event("app_mention")(bot.on_mention)
+    app.event("message")(bot.on_message)
+    app.event("reaction_added")(bot.on_reaction_added)
+    app.event("reaction_removed")(bot.on_reaction_removed)
+    return app
+
+
+def slack_route(app: AsyncApp) -> Any:
+    """An aiohttp handler for Slack's Events API requests (mount at ``/slack/events``)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
+
+    return handle
+
+
+class _SlackBot:
+    def __init__(self, service: AnsweringService, config: SlackConfig) -> None:
+        self.service = service
+        self.config = config
+
+    async def on_mention(self, event: dict[str, Any], client: AsyncWebClient, context: Any) -> None:
+        await self._answer(event, client, context.team_id or "", direct=False)
+
+    async def on_message(self, event: dict[str, Any], client: AsyncWebClient, context: Any) -> None:
+        # In channels the bot answers mentions only (app_mention); here, direct messages.
+        if event.get("channel_type") != "im" or event.get("subtype") or event.get("bot_id"):
+            return
+        await self._answer(event, client, context.team_id or "", direct=True)
+
+    async def on_reaction_added(self, event: dict[str, Any]) -> None:
+        item = event.get("item", {})
+        if item.get("type") != "message":
+            return
+        await reaction_added(
+            self.service,
+            self.config.reactions,
+            PLATFORM,
+            _message_ref(item["channel"], item["ts"]),
+            _SKIN_TONE.sub("", event["reaction"]),
+            event["user"],
+            item["channel"],
+        )
+
+    async def on_reaction_removed(self, event: dict[str, Any]) -> None:
+        item = event.get("item", {})
+        if item.get("type") != "message":
+            return
+        await reaction_removed(
+            self.service,
+            PLATFORM,
+            _message_ref(item["channel"], item["ts"]),
+            _SKIN_TONE.sub("", event["reaction"]),
+            event["user"],
+        )
+
+    async def _answer(self, event: dict[str, Any], client: AsyncWebClient, team: str, direct: bool) -> None:
+        channel = event["channel"]
+        thread = event.get("thread_ts") or event["ts"]
+        if not self.config.access.allows(channel, team, direct=direct):
+            await client.chat_postMessage(channel=channel, thread_ts=thread, text=NOT_ENABLED)
+            return
+        question = _MENTION.sub("", event.get("text", "")).strip()
+        if not question:
+            await client.chat_postMessage(
+                channel=channel, thread_ts=thread, text="Ask me a question about the documentation."
+            )
+            return
+        placeholder = await client.chat_postMessage(channel=channel, thread_ts=thread, text=THINKING)
+        ts = placeholder["ts"]
+        shown = THINKING
+
+        async def on_status(event: dict[str, Any]) -> None:
+            nonlocal shown
+            text = status_text(event["step"])
+            if text is None or text == shown:
+                return
+            shown = text
+            try:
+                await client.chat_update(channel=channel, ts=ts, text=f":hourglass_flowing_sand: {text}")
+            except SlackApiError as exc:  # progress is best effort; the answer still comes
+                log.warning("could not show progress in %s: %s", channel, exc.response.get("error"))
+
+        try:
+            result = await self.service.ask(
+                question,
+                conversation_id=f"slack:{team}:{channel}:{thread}",
+                collections=self.config.access.search_collections(),
+                on_status=on_status,
+            )
+        except DocfinderError as exc:
+            await client.chat_update(channel=channel, ts=ts, text=error_message(exc))
+            return
+        await client.chat_update(
+            channel=channel, ts=ts, text=result.agent.answer, blocks=answer_blocks(result)
+        )
+        await self.service.remember_message(PLATFORM, _message_ref(channel, ts), result.answer_id)
+
+
+def answer_blocks(result: AskResult, reactions_hint: bool = True) -> list[dict[str, Any]]:
+    """The answer in Block Kit: the text, then the numbered sources as links, then how to rate it."""
+    agent = result.agent
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": _truncate(to_mrkdwn(agent.answer))}}
+    ]
+    if agent.citations:
+        lines = []
+        for c in agent.citations:
+            where = " › ".join(c.heading_path)
+            pages = f", p. {c.pages[0]}" if c.pages[0] else ""
+            label = _escape(f"{c.title}{' — ' + where if where else ''}{pages}").replace("|", "/")
+            lines.append(f"[{c.n}] <{c.link}|{label}>" if c.link else f"[{c.n}] {label}")
+        blocks.append(
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": _truncate("\n".join(lines))}]}
+        )
+    if reactions_hint:
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [
+                    {
+                        "type": "mrkdwn",
+                        "text": "Was this useful? React with :white_check_mark: :+1: :-1: :x: "
+                        "(or :jigsaw: missing information, :scroll: too verbose).",
+                    }
+                ],
+            }
+        )
+    return blocks
+
+
+def to_mrkdwn(markdown: str) -> str:
+    """Common Markdown as Slack mrkdwn: escaped &<>, *bold*, <url|text> links."""
+    text = _escape(markdown)
+    text = _BOLD.sub(r"*\1*", text)
+    return _LINK.sub(r"<\2|\1>", text)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= SECTION_LIMIT else text[: SECTION_LIMIT - 1] + "…"
+
+
+def _message_ref(channel: str, ts: str) -> str:
+    return f"{channel}:{ts}"
