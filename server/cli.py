@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache", type=Path, default=Path(".docfinder/eval"), help="where the index is cached"
     )
     context.add_argument("--json", action="store_true", help="print the full report as JSON")
+    replay = evaluate.add_parser(
+        "feedback", help="do good answers' sources still rank in the top k? (an exported feedback set)"
+    )
+    replay.add_argument("--items", type=Path, required=True, help="JSONL from `docfinder feedback export`")
+    replay.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    replay.add_argument("--k", type=int, default=10)
+
+    feedback = commands.add_parser("feedback", help="what people said about answers").add_subparsers(
+        dest="feedback_command", required=True
+    )
+    report = feedback.add_parser("report", help="ratings, labels, by domain and collection, worst questions")
+    report.add_argument("--since", type=_date, help="only feedback from this date on (YYYY-MM-DD)")
+    report.add_argument("--format", choices=("md", "html"), default="md")
+    report.add_argument(
+        "--out", type=Path, default=Path("feedback-report"), help="folder for report and charts"
+    )
+    export = feedback.add_parser("export", help="every judgement as JSONL: an evaluation set")
+    export.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+    export.add_argument("--since", type=_date, help="only feedback from this date on (YYYY-MM-DD)")
     return parser
+
+
+def _date(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,6 +219,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_serve_slack_socket(settings))
     if args.command == "serve":
         return _serve_http(args, settings)
+    if args.command == "feedback":
+        return _feedback(args, settings)
+    if args.command == "eval" and args.eval_command == "feedback":
+        return asyncio.run(_eval_feedback(args, settings))
     if args.command == "eval" and args.eval_command == "context":
         return _eval_context(args, settings)
     if args.command == "eval":
@@ -274,6 +305,37 @@ def _serve_http(args: argparse.Namespace, settings: Settings) -> int:
         return application
 
     web.run_app(app(), host=args.host, port=args.port)
+    return 0
+
+
+def _feedback(args: argparse.Namespace, settings: Settings) -> int:
+    from server.feedback import FeedbackStore
+    from server.feedback_report import export_items, render_charts, render_report, summarise
+
+    store = FeedbackStore(settings.feedback_path, settings.pseudonym_key.get_secret_value())
+    try:
+        records = store.records(since=args.since)
+    finally:
+        store.close()
+    if args.feedback_command == "export":
+        count = export_items(records, args.out)
+        err.print(f"wrote {count} judgements to {args.out}")
+        return 0
+    summary = summarise(records)
+    charts = render_charts(summary, args.out)
+    path = args.out / f"report.{args.format}"
+    path.write_text(render_report(summary, charts, args.format), encoding="utf-8")
+    err.print(f"{summary.records} judgements; report: {path}")
+    return 0
+
+
+async def _eval_feedback(args: argparse.Namespace, settings: Settings) -> int:
+    from server.eval_feedback import evaluate_feedback
+    from server.service import DocfinderService
+
+    async with DocfinderService(settings) as service:
+        report = await evaluate_feedback(service, args.items, k=args.k)
+    print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
 
 
