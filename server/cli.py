@@ -309,14 +309,15 @@ def _serve_http(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _feedback(args: argparse.Namespace, settings: Settings) -> int:
+    from server.database import open_database
     from server.feedback import FeedbackStore
     from server.feedback_report import export_items, render_charts, render_report, summarise
 
-    store = FeedbackStore(settings.feedback_path, settings.pseudonym_key.get_secret_value())
+    database = open_database(settings.database_url.get_secret_value() or None, settings.feedback_path)
     try:
-        records = store.records(since=args.since)
+        records = FeedbackStore(database, settings.pseudonym_key.get_secret_value()).records(since=args.since)
     finally:
-        store.close()
+        database.close()
     if args.feedback_command == "export":
         count = export_items(records, args.out)
         err.print(f"wrote {count} judgements to {args.out}")

@@ -1,4 +1,5 @@
-"""Feedback on answers (reactions, ratings, labels) in SQLite (WAL), shared by every front door.
+"""Feedback on answers (reactions, ratings, labels), shared by every front door, in SQLite or
+PostgreSQL (see :mod:`server.database`).
 
 A record is committed before the caller is told it is stored, so acknowledged feedback
 survives a crash. Users are kept only as a keyed pseudonym (HMAC-SHA256): the same person
@@ -11,21 +12,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import sqlite3
-import threading
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pipeline.answers import FEEDBACK_LABELS, Feedback, FeedbackRecord
 from pipeline.errors import InvalidRequestError
 from server.conversations import StoredAnswer
+from server.database import Database, Dialect, create_tables
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS feedback (
-    feedback_id INTEGER PRIMARY KEY AUTOINCREMENT,
+_COLUMNS = """
     answer_id TEXT NOT NULL,
     platform TEXT NOT NULL,
-    user TEXT NOT NULL,
+    "user" TEXT NOT NULL,
     rating INTEGER CHECK (rating BETWEEN 1 AND 5),
     label TEXT,
     comment TEXT NOT NULL,
@@ -37,11 +34,23 @@ CREATE TABLE IF NOT EXISTS feedback (
     domain TEXT,
     collections TEXT NOT NULL,
     created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS feedback_by_reaction ON feedback (answer_id, platform, user, reaction);
-CREATE INDEX IF NOT EXISTS feedback_by_time ON feedback (created_at);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS feedback_by_reaction ON feedback (answer_id, platform, "user", reaction);
+CREATE INDEX IF NOT EXISTS feedback_by_time ON feedback (created_at);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
+"""
+_TABLE = "CREATE TABLE IF NOT EXISTS feedback (feedback_id {id_column},{columns});"
+SCHEMA: dict[Dialect, str] = {
+    "sqlite": _TABLE.format(id_column="INTEGER PRIMARY KEY AUTOINCREMENT", columns=_COLUMNS) + _INDEXES,
+    "postgresql": _TABLE.format(id_column="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", columns=_COLUMNS)
+    + _INDEXES,
+}
+_INSERT = (
+    'INSERT INTO feedback (answer_id, platform, "user", rating, label, comment, channel, reaction,'
+    " question, answer, sources, domain, collections, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING feedback_id"
+)
 SEPARATOR = "\x1f"  # joins list fields; cannot occur in a URL or a collection name
 
 
@@ -60,21 +69,18 @@ def validate_feedback(feedback: Feedback) -> None:
 class FeedbackStore:
     """Adds, retracts and lists feedback records; safe to share between threads."""
 
-    def __init__(self, path: Path, pseudonym_key: str = "") -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute("PRAGMA synchronous=FULL")
-        self._connection.execute("PRAGMA busy_timeout=10000")
-        self._connection.executescript(SCHEMA)
-        self._lock = threading.Lock()
+    def __init__(self, database: Database, pseudonym_key: str = "") -> None:
+        self._db = database
+        create_tables(database, SCHEMA)
         self._key = (pseudonym_key or self._stored_key()).encode()
 
     def _stored_key(self) -> str:
-        self._connection.execute(
-            "INSERT OR IGNORE INTO meta VALUES ('pseudonym_key', ?)", (secrets.token_hex(32),)
-        )
-        (key,) = self._connection.execute("SELECT value FROM meta WHERE key = 'pseudonym_key'").fetchone()
+        with self._db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO meta VALUES ('pseudonym_key', ?) ON CONFLICT (key) DO NOTHING",
+                (secrets.token_hex(32),),
+            )
+            [(key,)] = tx.execute("SELECT value FROM meta WHERE key = 'pseudonym_key'")
         return key
 
     def pseudonym(self, platform: str, user: str) -> str:
@@ -102,38 +108,32 @@ class FeedbackStore:
             SEPARATOR.join(answer.collections),
             datetime.now(UTC).isoformat(timespec="milliseconds"),
         )
-        with self._lock:
-            cursor = self._connection.execute(
-                "INSERT INTO feedback (answer_id, platform, user, rating, label, comment, channel, reaction,"
-                " question, answer, sources, domain, collections, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
-            feedback_id = cursor.lastrowid
-        assert feedback_id is not None
+        with self._db.transaction() as tx:
+            [(feedback_id,)] = tx.execute(_INSERT, row)
         return _record((feedback_id, *row))
 
     def retract(self, answer_id: str, platform: str, user: str, reaction: str) -> int:
         """Delete the records that ``reaction`` by ``user`` made on ``answer_id``; returns how many."""
-        with self._lock:
-            cursor = self._connection.execute(
-                "DELETE FROM feedback WHERE answer_id = ? AND platform = ? AND user = ? AND reaction = ?",
+        with self._db.transaction() as tx:
+            deleted = tx.execute(
+                'DELETE FROM feedback WHERE answer_id = ? AND platform = ? AND "user" = ? AND reaction = ?'
+                " RETURNING feedback_id",
                 (answer_id, platform, self.pseudonym(platform, user), reaction),
             )
-        return cursor.rowcount
+        return len(deleted)
 
     def records(self, since: datetime | None = None) -> list[FeedbackRecord]:
         """Every record (from ``since`` on, when given), oldest first."""
         start = since.astimezone(UTC).isoformat(timespec="milliseconds") if since else ""
-        with self._lock:
-            rows = self._connection.execute(
-                "SELECT * FROM feedback WHERE created_at >= ? ORDER BY feedback_id", (start,)
-            ).fetchall()
+        with self._db.transaction() as tx:
+            rows = tx.execute("SELECT * FROM feedback WHERE created_at >= ? ORDER BY feedback_id", (start,))
         return [_record(row) for row in rows]
 
-    def close(self) -> None:
-        with self._lock:
-            self._connection.close()
+    def count(self) -> int:
+        """How many records are stored."""
+        with self._db.transaction() as tx:
+            [(count,)] = tx.execute("SELECT COUNT(*) FROM feedback")
+        return count
 
 
 def _record(row: tuple) -> FeedbackRecord:

@@ -29,6 +29,7 @@ from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import Chunk, SearchHit
 from server.conversations import ConversationStore
+from server.database import Database, open_database
 from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
 from server.feedback import FeedbackStore, validate_feedback
 from server.llm import make_adapter, open_lm
@@ -73,6 +74,8 @@ class DocfinderService:
         self._resources = AsyncExitStack()  # what the service started (the embedded LLM server)
         self._conversations: ConversationStore | None = None
         self._feedback: FeedbackStore | None = None
+        self._databases: list[Database] = []
+        self._store_lock = threading.Lock()
         self._agent: AnswerAgent | None = None
 
     async def __aenter__(self) -> DocfinderService:
@@ -86,12 +89,10 @@ class DocfinderService:
     async def __aexit__(self, *exc_info: object) -> None:
         self._snapshot = None
         await self._resources.aclose()
-        if self._conversations is not None:
-            self._conversations.close()
-            self._conversations = None
-        if self._feedback is not None:
-            self._feedback.close()
-            self._feedback = None
+        self._conversations = self._feedback = None
+        for database in self._databases:
+            database.close()
+        self._databases.clear()
 
     async def language_model(self) -> Any:
         """The LLM: the configured server, or the embedded llama.cpp server started on first use."""
@@ -125,17 +126,28 @@ class DocfinderService:
 
     @property
     def conversations(self) -> ConversationStore:
-        if self._conversations is None:
-            self._conversations = ConversationStore(self.settings.conversations_path)
-        return self._conversations
+        """Conversation history and answers given (SQLite file, or PostgreSQL with ``database_url``)."""
+        with self._store_lock:
+            if self._conversations is None:
+                self._conversations = ConversationStore(self._database(self.settings.conversations_path))
+            return self._conversations
 
     @property
     def feedback(self) -> FeedbackStore:
-        if self._feedback is None:
-            self._feedback = FeedbackStore(
-                self.settings.feedback_path, self.settings.pseudonym_key.get_secret_value()
-            )
-        return self._feedback
+        """Feedback on answers (SQLite file, or PostgreSQL with ``database_url``)."""
+        with self._store_lock:
+            if self._feedback is None:
+                key = self.settings.pseudonym_key.get_secret_value()
+                self._feedback = FeedbackStore(self._database(self.settings.feedback_path), key)
+            return self._feedback
+
+    def _database(self, sqlite_path: Path) -> Database:
+        url = self.settings.database_url.get_secret_value() or None
+        if url is not None and self._databases:  # one PostgreSQL pool serves both stores
+            return self._databases[0]
+        database = open_database(url, sqlite_path)
+        self._databases.append(database)
+        return database
 
     async def ask(
         self,

@@ -239,6 +239,10 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Local path prefix → URL prefix for citation links (unlisted paths link as file://).",
     )
+    database_url: SecretStr = Field(
+        SecretStr(""),
+        description="PostgreSQL DSN (postgresql://…) for conversations and feedback; unset: SQLite files.",
+    )
     feedback_path: Path = Field(
         Path(".docfinder/feedback.sqlite3"), description="SQLite file of feedback on answers."
     )

