@@ -22,6 +22,7 @@ from typing import Any
 from server.eval_context import figures, load_questions
 from server.eval_retrieval import percentile
 from server.service import DocfinderService, run_ingest
+from server.metrics import LLM_STEPS
 from server.settings import Settings
 
 
@@ -92,7 +93,7 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
                 "seconds": time.perf_counter() - started,
                 "first_status_s": first[0] if first else None,
                 "outcome": agent.outcome,
-                "llm_calls": sum(e["step"] in _LLM_STEPS for e in agent.trace),
+                "llm_calls": sum(e["step"] in LLM_STEPS for e in agent.trace),
                 "gold_cited": any(
                     fnmatch.fnmatch(Path(c.source).name, question.gold_docs) for c in agent.citations
                 ),
@@ -105,14 +106,3 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
             with rows_file.open("a") as out:
                 out.write(json.dumps(row) + "\n")
     return rows
-
-
-_LLM_STEPS = {
-    "condense",
-    "classify_query",
-    "review_query",
-    "transform_query",
-    "generate",
-    "supported",
-    "useful",
-}

@@ -62,6 +62,8 @@ class AskResult:
     conversation_id: str
     agent: AgentAnswer
     collections: tuple[str, ...] = ()
+    index_version: str = ""
+    request_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

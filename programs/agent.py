@@ -165,16 +165,22 @@ class _Run:
         self.best: list[Chunk] = []
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
+        self.tokens: dict[str, int] | None = None
 
     async def step(self, name: str, **details: Any) -> None:
         event = {"step": name, "t": round(time.perf_counter() - self.started, 3), **details}
+        if self.tokens is not None:  # the LLM call this step reports on
+            event["tokens"], self.tokens = self.tokens, None
         self.trace.append(event)
         if self.on_status is not None:
             await self.on_status(event)
 
     async def call(self, predictor: dspy.Predict, **inputs: Any) -> dspy.Prediction:
         try:
-            return await asyncio.wait_for(predictor.acall(**inputs), timeout=self.agent.limits.llm_timeout_s)
+            with dspy.track_usage() as usage:  # this call's tokens only (a contextvar: safe per task)
+                prediction = await asyncio.wait_for(
+                    predictor.acall(**inputs), timeout=self.agent.limits.llm_timeout_s
+                )
         except TimeoutError as exc:
             raise LLMUnavailableError(
                 f"no answer from the language model in {self.agent.limits.llm_timeout_s:g} s"
@@ -183,6 +189,12 @@ class _Run:
             raise LLMUnavailableError(f"the language model cannot be reached: {exc}") from exc
         except _parse_errors() as exc:
             raise LLMUnavailableError(f"the language model's reply could not be read: {exc}") from exc
+        by_model = usage.get_total_tokens().values()
+        self.tokens = {
+            "prompt": sum(u.get("prompt_tokens") or 0 for u in by_model),
+            "completion": sum(u.get("completion_tokens") or 0 for u in by_model),
+        }
+        return prediction
 
     def cite(self, chunks: Sequence[Chunk], answer: str | None = None) -> list[Citation]:
         return citations_for(chunks, answer, self.agent.url_prefixes)

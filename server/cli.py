@@ -34,6 +34,7 @@ from server.cli_output import (
     print_trace,
 )
 from server.factories import context_config
+from server.logs import configure_logging
 from server.render import answer_to_json, context_to_json, hit_to_json
 from server.settings import Settings, load_settings
 
@@ -189,11 +190,11 @@ def _date(text: str) -> datetime:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``docfinder`` script."""
     args = build_parser().parse_args(argv)
-    level = logging.INFO if args.verbose else logging.ERROR
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("bm25s").setLevel(level)  # it logs each index build at DEBUG on its own handler
     try:
         settings = load_settings(args.config, index_dir=getattr(args, "index", None))
+        level = logging.INFO if args.verbose else logging.getLevelName(settings.log_level.upper())
+        configure_logging(level, settings.log_format)
+        logging.getLogger("bm25s").setLevel(max(level, logging.INFO))  # it logs every index build at DEBUG
         return _dispatch(args, settings)
     except ConfigurationError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")

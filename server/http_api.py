@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +27,7 @@ from pipeline.errors import (
     TransientError,
 )
 from server.chat_bots import mount_configured_bots
+from server.logs import current_request_id, set_request_id
 from server.openapi import OPENAPI
 from server.render import answer_to_json, hit_to_json
 from server.service import DocfinderService
@@ -44,9 +47,10 @@ def create_app(
     With ``settings``, also ``/mcp`` when an MCP token is set, ``/slack/events`` when Slack
     credentials are set and ``/api/messages`` when a Teams app id is set.
     """
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_errors])
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_observe, _errors])
     app[SERVICE] = service
     app.router.add_get("/healthz", _health)
+    app.router.add_get("/metrics", _metrics)
     app.router.add_get("/openapi.json", _openapi)
     app.router.add_post("/v1/ask", _ask)
     app.router.add_post("/v1/ask/stream", _ask_stream)
@@ -76,6 +80,29 @@ def mount_mcp(app: web.Application, service: DocfinderService, settings: Setting
 
     app.cleanup_ctx.append(sessions)
     app.router.add_route("*", "/mcp", asgi_handler(asgi_app, settings.mcp_token.get_secret_value()))
+
+
+@web.middleware
+async def _observe(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
+    """Request id (from ``X-Request-ID`` or new) for logs and trace; request count and latency."""
+    request_id = request.headers.get("X-Request-ID", "")[:64] or uuid.uuid4().hex[:16]
+    set_request_id(request_id)
+    route = request.match_info.route.resource.canonical if request.match_info.route.resource else "unmatched"
+    metrics = request.app[SERVICE].metrics
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        if not response.prepared:
+            response.headers["X-Request-ID"] = request_id
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        metrics.requests.labels(route, str(status)).inc()
+        metrics.request_seconds.labels(route).observe(time.perf_counter() - started)
 
 
 @web.middleware
@@ -120,6 +147,11 @@ async def _health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "index_version": info["version"], "chunks": info["chunks"]})
 
 
+async def _metrics(request: web.Request) -> web.Response:
+    body = request.app[SERVICE].metrics.render()
+    return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+
 async def _openapi(request: web.Request) -> web.Response:
     return web.json_response(OPENAPI)
 
@@ -135,7 +167,13 @@ async def _ask(request: web.Request) -> web.Response:
 async def _ask_stream(request: web.Request) -> web.StreamResponse:
     """Server-sent events: ``status`` for each agent step as it happens, then ``answer`` (or ``error``)."""
     body = await _body(request, "question")
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-cache",
+            "X-Request-ID": current_request_id(),
+        }
+    )
     await response.prepare(request)
 
     async def send(event: str, data: dict[str, Any]) -> None:

@@ -60,6 +60,8 @@ def answer_to_json(result: AskResult, trace: bool = True) -> dict[str, Any]:
             for c in agent.citations
         ],
         "verdicts": agent.verdicts,
+        "index_version": result.index_version,
+        "request_id": result.request_id,
     }
     if trace:
         payload["trace"] = agent.trace

@@ -9,7 +9,9 @@ never needs a restart. CPU-bound work runs in a worker thread, off the event loo
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
@@ -33,10 +35,14 @@ from server.database import Database, open_database
 from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
 from server.feedback import FeedbackStore, validate_feedback
 from server.llm import make_adapter, open_lm
+from server.logs import current_request_id
+from server.metrics import Metrics
 from server.settings import Settings
 
 if TYPE_CHECKING:
     from programs.agent import AnswerAgent
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +81,7 @@ class DocfinderService:
         self._conversations: ConversationStore | None = None
         self._feedback: FeedbackStore | None = None
         self._databases: list[Database] = []
+        self.metrics = Metrics()
         self._store_lock = threading.Lock()
         self._agent: AnswerAgent | None = None
 
@@ -158,9 +165,11 @@ class DocfinderService:
         on_status: StatusSink | None = None,
     ) -> AskResult:
         """Answer ``question`` with citations through the agent; the exchange joins the conversation."""
+        started = time.perf_counter()
         question = self.check_question(question)
+        request_id = current_request_id() or uuid.uuid4().hex[:16]
         if on_status is not None:  # at once, so that every front door can show progress immediately
-            await on_status({"step": "received", "t": 0.0, "question": question})
+            await on_status({"step": "received", "t": 0.0, "question": question, "request_id": request_id})
         conversation_id = conversation_id or ConversationStore.new_id()
         history = await asyncio.to_thread(
             self.conversations.history, conversation_id, self.settings.history_turns
@@ -170,21 +179,47 @@ class DocfinderService:
 
         async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> list[SearchHit]:
             result = await self.search(
-                queries[0], variants=list(queries[1:]), mode=mode, collections=collections, domain=domain
+                queries[0],
+                variants=list(queries[1:]),
+                mode=mode,
+                collections=collections,
+                domain=domain,
+                pinned=snapshot,  # an index swap mid-question must not mix two versions in one answer
             )
             return result.hits
 
         import dspy
 
+        async def status(event: dict[str, Any]) -> None:
+            event["request_id"] = request_id
+            if on_status is not None:
+                await on_status(event)
+
         lm = await self.language_model()
         with dspy.context(lm=lm, adapter=self._adapter):
             answer = await self.agent.acall(
-                question, retrieve, history=history, on_status=on_status, sparse_available=sparse_available
+                question, retrieve, history=history, on_status=status, sparse_available=sparse_available
             )
         result = AskResult(
-            uuid.uuid4().hex, conversation_id, answer, tuple(collections or snapshot.collections)
+            uuid.uuid4().hex,
+            conversation_id,
+            answer,
+            tuple(collections or snapshot.collections),
+            index_version=snapshot.version_id,
+            request_id=request_id,
         )
         await asyncio.to_thread(self.conversations.record, question, result)
+        self.metrics.observe_answer(answer.outcome, answer.trace)
+        log.info(
+            "answered",
+            extra={
+                "request_id": request_id,
+                "answer_id": result.answer_id,
+                "outcome": answer.outcome,
+                "seconds": round(time.perf_counter() - started, 3),
+                "index_version": snapshot.version_id,
+            },
+        )
         return result
 
     def check_question(self, question: str) -> str:
@@ -203,7 +238,9 @@ class DocfinderService:
         """Store feedback on an answer given earlier (committed before this returns)."""
         validate_feedback(feedback)
         answer = await asyncio.to_thread(self.conversations.answer, feedback.answer_id)
-        return await asyncio.to_thread(self.feedback.add, feedback, answer)
+        record = await asyncio.to_thread(self.feedback.add, feedback, answer)
+        self.metrics.feedback.labels(feedback.label or "none", feedback.platform).inc()
+        return record
 
     async def remember_message(self, platform: Platform, message_ref: str, answer_id: str) -> None:
         """Note which answer a chat message shows (for reactions to it)."""
@@ -246,13 +283,16 @@ class DocfinderService:
         domain: str | None = None,
         variants: list[str] | None = None,
         context: ContextConfig | None = None,
+        pinned: IndexSnapshot | None = None,
     ) -> SearchResult:
         """Rank passages for ``query`` (and its ``variants``); all hits come from one index version.
 
         ``domain`` picks the per-collection boosts configured for that question domain. With
         ``context``, the top ``context_candidates`` hits are also selected and ordered into
-        the LLM's context under its token budget.
+        the LLM's context under its token budget. ``pinned`` searches that snapshot instead of
+        the live one (one question's searches all see the same version).
         """
+        self.metrics.searches.labels(mode).inc()
         if mode not in SEARCH_MODES:
             raise InvalidRequestError(
                 f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}"
@@ -266,7 +306,7 @@ class DocfinderService:
         )
 
         def run() -> SearchResult:
-            snapshot = self._current_snapshot()
+            snapshot = pinned or self._current_snapshot()
             result = retrieve(
                 snapshot,
                 self.embedder,

@@ -232,6 +232,12 @@ class Settings(BaseSettings):
         Path(".docfinder/conversations.sqlite3"), description="SQLite file of conversation history."
     )
     history_turns: int = Field(6, ge=0, le=50, description="Earlier turns given to the condense step.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "warning", description="Least severe log level written (`-v` means info)."
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text", description="Log lines as text, or one JSON object each (with the request id) for collectors."
+    )
     max_question_chars: int = Field(
         2000, ge=10, le=100_000, description="Longest question accepted by every front door, in characters."
     )

@@ -1,0 +1,58 @@
+"""Logging: plain text for people at a terminal, one JSON object per line for log collectors.
+
+A request id, set once per HTTP request (taken from ``X-Request-ID`` or made up), lives in a
+context variable; every log line written while handling the request carries it, and the
+agent's trace and status events carry it too, so one id ties a user's report, the logs and
+the trace together.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Literal
+
+_request_id: ContextVar[str] = ContextVar("docfinder_request_id", default="")
+# Attributes every LogRecord has; anything else was passed in ``extra=`` and is logged as a field.
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+
+
+def current_request_id() -> str:
+    """The id of the request being handled ('' outside a request)."""
+    return _request_id.get()
+
+
+def set_request_id(request_id: str) -> None:
+    """Make ``request_id`` the current one for this task and what it awaits."""
+    _request_id.set(request_id)
+
+
+class JsonFormatter(logging.Formatter):
+    """``{"time", "level", "logger", "message", "request_id", ...extra fields}`` per line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        request_id = getattr(record, "request_id", "") or current_request_id()
+        if request_id:
+            entry["request_id"] = request_id
+        entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD and k != "request_id"})
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: int, style: Literal["text", "json"] = "text") -> None:
+    """Root logging to stderr in the chosen style (called once, by the CLI)."""
+    handler = logging.StreamHandler()
+    if style == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)

@@ -1,0 +1,90 @@
+"""/metrics in Prometheus format, and one request id through the response, the trace and JSON logs."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client.parser import text_string_to_metric_families
+
+from index_build.builder import ingest
+from server.http_api import create_app
+from server.logs import JsonFormatter
+from server.service import DocfinderService
+from server.settings import load_settings
+from tests.fake_llm import FakeLLMServer
+from tests.samples import write_sample_corpus
+
+
+@pytest.fixture
+async def client(tmp_path, embedder):
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    with FakeLLMServer() as llm:
+        settings = load_settings(index_dir=tmp_path / "index", llm_api_base=llm.url)
+        async with (
+            DocfinderService(settings, embedder=embedder) as service,
+            TestClient(TestServer(create_app(service, settings))) as test_client,
+        ):
+            yield test_client
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+async def test_metrics_count_requests_steps_llm_calls_tokens_and_feedback(client):
+    answer = await (await client.post("/v1/ask", json={"question": "When are proposals due?"})).json()
+    await client.post(
+        "/v1/feedback", json={"answer_id": answer["answer_id"], "rating": 2, "label": "Confusing"}
+    )
+    await client.post("/v1/ask", json={"question": ""})  # a 400
+    response = await client.get("/metrics")
+    assert response.status == 200 and response.headers["Content-Type"].startswith("text/plain")
+    metrics = samples(await response.text())
+    assert metrics[("docfinder_answers_total", (("outcome", "answered"),))] == 1
+    assert metrics[("docfinder_http_requests_total", (("route", "/v1/ask"), ("status", "200")))] == 1
+    assert metrics[("docfinder_http_requests_total", (("route", "/v1/ask"), ("status", "400")))] == 1
+    assert metrics[("docfinder_llm_calls_total", (("step", "generate"),))] == 1
+    assert metrics[("docfinder_llm_tokens_total", (("kind", "prompt"),))] > 100
+    assert metrics[("docfinder_llm_tokens_total", (("kind", "completion"),))] > 0
+    assert metrics[("docfinder_agent_step_seconds_count", (("step", "generate"),))] == 1
+    assert metrics[("docfinder_feedback_total", (("label", "Confusing"), ("platform", "http")))] == 1
+    assert ("docfinder_http_request_seconds_bucket", (("le", "0.5"), ("route", "/v1/ask"))) in metrics
+
+
+async def test_one_request_id_runs_through_response_trace_status_events_and_logs(client):
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("server.service")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        response = await client.post(
+            "/v1/ask", json={"question": "When are proposals due?"}, headers={"X-Request-ID": "req-42"}
+        )
+        body = await response.json()
+        streamed = await client.post(
+            "/v1/ask/stream", json={"question": "When are proposals due?"}, headers={"X-Request-ID": "req-43"}
+        )
+        events = [json.loads(b.split("data: ", 1)[1]) for b in (await streamed.text()).strip().split("\n\n")]
+    finally:
+        logger.removeHandler(handler)
+    assert response.headers["X-Request-ID"] == "req-42" and body["request_id"] == "req-42"
+    assert body["trace"] and all(e["request_id"] == "req-42" for e in body["trace"])
+    assert body["index_version"]
+    assert streamed.headers["X-Request-ID"] == "req-43"
+    assert all(e["request_id"] == "req-43" for e in events)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    answered = [line for line in lines if line["message"] == "answered"]
+    assert {line["request_id"] for line in answered} == {"req-42", "req-43"}
+    assert (
+        answered[0]["outcome"] == "answered" and answered[0]["level"] == "info" and "seconds" in answered[0]
+    )
