@@ -21,8 +21,8 @@ from typing import Any
 
 from server.eval_context import figures, load_questions
 from server.eval_retrieval import percentile
-from server.service import DocfinderService, run_ingest
 from server.metrics import LLM_STEPS
+from server.service import DocfinderService, run_ingest
 from server.settings import Settings
 
 
