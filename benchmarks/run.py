@@ -10,6 +10,7 @@ from pathlib import Path
 
 from benchmarks.agent_sec import bench_agent
 from benchmarks.ingest_search import bench_ingest_and_search
+from benchmarks.load_fault import bench_load_and_faults
 from server.eval_context import evaluate_context
 from server.eval_retrieval import evaluate_retrieval
 from server.settings import load_settings
@@ -36,8 +37,12 @@ def main() -> int:
         results["context_sec10q"] = evaluate_context(DATA / "sec10q", load_settings())
     else:
         skipped["context_sec10q"] = f"{DATA / 'sec10q'} is absent"
+    # Loopback only, on docfinder's own docs: needs no shared data.
+    results["load_and_faults"] = bench_load_and_faults(load_settings())
     if (DATA / "sec10q").is_dir():
         results["agent_sec10q"] = bench_agent(DATA / "sec10q", load_settings())
+    else:
+        skipped["agent_sec10q"] = f"{DATA / 'sec10q'} is absent"
     if (DATA / "scifact").is_dir():
         results["retrieval_scifact"] = bench_retrieval(DATA / "scifact")
     else:

@@ -67,8 +67,14 @@ class FakeLLMServer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop serving (the port refuses connections from now on); safe to call twice."""
+        if self._runner is None:
+            return
+        runner, self._runner = self._runner, None
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), self._loop).result(timeout=30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
 
