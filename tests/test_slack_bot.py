@@ -8,18 +8,14 @@ import json
 import time
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from slack_sdk.signature import SignatureVerifier
 
 from bots.common import NOT_ENABLED
-from index_build.builder import ingest
 from server.chat_bots import mount_slack
 from server.service import DocfinderService
-from server.settings import load_settings
-from tests.fake_chat import FakeSlackAPI
+from tests.fake_chat import BotServer, FakeSlackAPI
 from tests.fake_llm import FakeLLMServer
-from tests.samples import write_sample_corpus
 
 SECRET = "slack-signing-secret"
 QUESTION_TS = "1699999999.000100"
@@ -33,28 +29,13 @@ def llm():
 
 @pytest.fixture
 async def slack(tmp_path, embedder, llm):
-    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    async with FakeSlackAPI() as api, BotServer(tmp_path, embedder, llm.url, mount_slack) as bots:
 
-    async def start(**overrides):
-        settings = load_settings(
-            index_dir=tmp_path / "index",
-            conversations_path=tmp_path / "conversations.sqlite3",
-            feedback_path=tmp_path / "feedback.sqlite3",
-            llm_api_base=llm.url,
-            slack_bot_token="xoxb-test",
-            slack_signing_secret=SECRET,
-            slack_api_url=api.url,
-            **overrides,
-        )
-        service = await stack.enter_async_context(DocfinderService(settings, embedder=embedder))
-        app = web.Application()
-        mount_slack(app, service, settings)
-        client = await stack.enter_async_context(TestClient(TestServer(app)))
-        return client, service
+        async def start(**overrides):
+            return await bots.start(
+                slack_bot_token="xoxb-test", slack_signing_secret=SECRET, slack_api_url=api.url, **overrides
+            )
 
-    from contextlib import AsyncExitStack
-
-    async with AsyncExitStack() as stack, FakeSlackAPI() as api:
         yield start, api
 
 

@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import AsyncExitStack
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
 
 from bots.common import NOT_ENABLED
-from index_build.builder import ingest
 from server.chat_bots import mount_teams
-from server.service import DocfinderService
-from server.settings import load_settings
-from tests.fake_chat import FakeConnector
+from tests.fake_chat import BotServer, FakeConnector
 from tests.fake_llm import FakeLLMServer
-from tests.samples import write_sample_corpus
 
 CHANNEL_THREAD = "19:general@thread.tacv2;messageid=1700000000001"
 
@@ -31,24 +24,8 @@ def llm():
 
 @pytest.fixture
 async def teams(tmp_path, embedder, llm):
-    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-
-    async def start(**overrides):
-        settings = load_settings(
-            index_dir=tmp_path / "index",
-            conversations_path=tmp_path / "conversations.sqlite3",
-            feedback_path=tmp_path / "feedback.sqlite3",
-            llm_api_base=llm.url,
-            **overrides,
-        )
-        service = await stack.enter_async_context(DocfinderService(settings, embedder=embedder))
-        app = web.Application()
-        mount_teams(app, service, settings)
-        client = await stack.enter_async_context(TestClient(TestServer(app)))
-        return client, service
-
-    async with AsyncExitStack() as stack, FakeConnector() as connector:
-        yield start, connector
+    async with FakeConnector() as connector, BotServer(tmp_path, embedder, llm.url, mount_teams) as bots:
+        yield bots.start, connector
 
 
 def activity(connector: FakeConnector, **fields) -> dict:
