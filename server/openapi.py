@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.answers import FEEDBACK_LABELS
+
 _CITATION = {
     "type": "object",
     "properties": {
@@ -17,6 +19,7 @@ _CITATION = {
         },
         "heading_path": {"type": "array", "items": {"type": "string"}},
         "passage_id": {"type": "string"},
+        "link": {"type": "string", "description": "opens the document at the cited page"},
     },
 }
 _ANSWER = {
@@ -31,6 +34,11 @@ _ANSWER = {
         "citations": {"type": "array", "items": _CITATION},
         "verdicts": {"type": "object", "properties": {"supported": {}, "useful": {}}},
         "trace": {"type": "array", "items": {"type": "object"}, "description": "every agent step, in order"},
+        "index_version": {
+            "type": "string",
+            "description": "the index version every search of this answer read",
+        },
+        "request_id": {"type": "string", "description": "also in the logs and every trace step"},
     },
 }
 _ASK = {
@@ -51,6 +59,7 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 _ERRORS = {
     "400": {"description": "invalid request", **_json(_ERROR)},
+    "404": {"description": "an unknown id", **_json(_ERROR)},
     "413": {"description": "request body too large"},
     "503": {"description": "the LLM or the index is not available right now", **_json(_ERROR)},
 }
@@ -101,6 +110,34 @@ OPENAPI: dict[str, Any] = {
                     ),
                 },
                 "responses": {"200": {"description": "ranked passages"}, **_ERRORS},
+            }
+        },
+        "/v1/feedback": {
+            "post": {
+                "summary": "Judge an answer (stored with the feedback from Slack, Teams and MCP)",
+                "requestBody": {
+                    "required": True,
+                    **_json(
+                        {
+                            "type": "object",
+                            "required": ["answer_id"],
+                            "properties": {
+                                "answer_id": {"type": "string"},
+                                "rating": {"type": "integer", "minimum": 1, "maximum": 5},
+                                "label": {"type": "string", "enum": list(FEEDBACK_LABELS)},
+                                "comment": {"type": "string"},
+                                "user": {"type": "string", "description": "stored only as a pseudonym"},
+                            },
+                        }
+                    ),
+                },
+                "responses": {"201": {"description": "stored (committed)"}, **_ERRORS},
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics",
+                "responses": {"200": {"description": "text exposition format"}},
             }
         },
         "/healthz": {
