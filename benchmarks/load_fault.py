@@ -141,6 +141,20 @@ async def _ask(session: aiohttp.ClientSession, url: str, question: str) -> dict[
         return {"status": None, "seconds": time.perf_counter() - started, "error": repr(exc)}
 
 
+def _outcomes(results: list[dict[str, Any]]) -> dict[str, int]:
+    """How the requests ended: an answer outcome, an HTTP error status, or a transport error."""
+    counts: dict[str, int] = {}
+    for r in results:
+        if r["status"] == 200:
+            key = r["body"].get("outcome", "?")
+        elif r["status"] is not None:
+            key = f"http {r['status']}: {str(r['body'].get('error', ''))[:80]}"
+        else:
+            key = r["error"][:80]
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def _latency(results: list[dict[str, Any]]) -> dict[str, float]:
     seconds = [r["seconds"] for r in results]
     return {"p50_s": round(statistics.median(seconds), 3), "p99_s": round(percentile(seconds, 0.99), 3)}
@@ -158,6 +172,7 @@ async def _load(url: str, concurrent: int) -> dict[str, Any]:
     return {
         "concurrent_asks": concurrent,
         "errors": len(errors),
+        "outcomes": _outcomes(results),
         **_latency(results),
         "wall_s": round(wall, 2),
         "asks_per_s": round(concurrent / wall, 1),

@@ -23,6 +23,7 @@ THINKING = "Looking through the documentation…"
 
 _STEP_TEXT = {
     "received": "Looking through the documentation…",
+    "queued": "Many questions right now; yours is next in line…",
     "condense": "Reading the conversation so far…",
     "classify_query": "Working out what the question is about…",
     "review_query": "Working out what the question is about…",

@@ -77,6 +77,7 @@ class DocfinderService:
         self._lm = lm
         self._adapter: Any = None  # DSPy adapter matching the LLM server, built with the LLM
         self._lm_lock = asyncio.Lock()
+        self._ask_slots = asyncio.Semaphore(settings.concurrent_asks())
         self._resources = AsyncExitStack()  # what the service started (the embedded LLM server)
         self._conversations: ConversationStore | None = None
         self._feedback: FeedbackStore | None = None
@@ -196,10 +197,15 @@ class DocfinderService:
                 await on_status(event)
 
         lm = await self.language_model()
-        with dspy.context(lm=lm, adapter=self._adapter):
-            answer = await self.agent.acall(
-                question, retrieve, history=history, on_status=status, sparse_available=sparse_available
-            )
+        if self._ask_slots.locked():
+            await status({"step": "queued", "t": round(time.perf_counter() - started, 3)})
+        # Admission control: beyond this many questions at once, the rest wait here, so that the
+        # LLM timeout measures the LLM, not a queue inside docfinder.
+        async with self._ask_slots:
+            with dspy.context(lm=lm, adapter=self._adapter):
+                answer = await self.agent.acall(
+                    question, retrieve, history=history, on_status=status, sparse_available=sparse_available
+                )
         result = AskResult(
             uuid.uuid4().hex,
             conversation_id,

@@ -212,6 +212,12 @@ class Settings(BaseSettings):
     llm_model: str = Field("qwen2.5-coder-1.5b-instruct", description="Model name the LLM server serves.")
     llm_api_key: SecretStr = Field(SecretStr(""), description="API key of the LLM server, if it needs one.")
     llm_max_tokens: int = Field(400, ge=16, le=8192, description="Longest LLM reply, in tokens.")
+    max_concurrent_asks: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="Questions answered at once (the rest queue); 0: 2 on the embedded LLM, 32 on a server.",
+    )
     llm_timeout_s: float = Field(120.0, gt=0, description="Longest wait for one LLM call before giving up.")
     llm_context_tokens: int = Field(
         4096, ge=1024, description="Context window of the embedded llama.cpp server."
@@ -303,6 +309,12 @@ class Settings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_TEAMS_REACTIONS),
         description="Teams reaction type → feedback (rating 1–5 and/or label).",
     )
+
+    def concurrent_asks(self) -> int:
+        """How many questions the agent works on at once (``max_concurrent_asks``, or its default)."""
+        if self.max_concurrent_asks:
+            return self.max_concurrent_asks
+        return 2 if self.llm_api_base is None else 32
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -88,3 +89,23 @@ async def test_one_request_id_runs_through_response_trace_status_events_and_logs
     assert (
         answered[0]["outcome"] == "answered" and answered[0]["level"] == "info" and "seconds" in answered[0]
     )
+
+
+async def test_beyond_the_admission_limit_questions_queue_and_say_so(tmp_path, embedder):
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    with FakeLLMServer(delay_s=0.1) as llm:
+        settings = load_settings(index_dir=tmp_path / "index", llm_api_base=llm.url, max_concurrent_asks=1)
+        async with DocfinderService(settings, embedder=embedder) as service:
+            steps: dict[int, list[str]] = {0: [], 1: []}
+
+            async def ask(n: int):
+                async def on_status(event):
+                    steps[n].append(event["step"])
+
+                return await service.ask("When are proposals due?", on_status=on_status)
+
+            results = await asyncio.gather(ask(0), ask(1))
+    assert [r.agent.outcome for r in results] == ["answered", "answered"]
+    assert ["queued" in s for s in steps.values()].count(True) == 1
+    queued = next(s for s in steps.values() if "queued" in s)
+    assert queued[:2] == ["received", "queued"]
