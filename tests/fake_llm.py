@@ -19,7 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-_FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.S)
+# An input field's value runs to the next field marker or to the adapter's closing instruction.
+_FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond with |\Z)", re.S)
 
 
 def reply_fields(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
