@@ -1,9 +1,11 @@
 """The one service object every front door calls (CLI, HTTP, MCP, bots).
 
-It owns the settings, the embedder and the live index snapshot. Entering it loads and
-verifies the index (fail at start, not on the first request); each search checks, with one
-``readlink``, whether a newer version went live and swaps to it, so rebuilding the index
-never needs a restart. CPU-bound work runs in a worker thread, off the event loop.
+It owns the settings, the embedder, the live index snapshot, the LLM, the conversation and
+feedback stores and the metrics. Entering it loads and verifies the index (fail at start,
+not on the first request); each search checks, with one ``readlink``, whether a newer
+version went live and swaps to it, so rebuilding the index never needs a restart, while one
+question's searches all stay on the version it started with. CPU-bound work and database
+calls run in worker threads, off the event loop.
 """
 
 from __future__ import annotations
