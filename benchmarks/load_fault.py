@@ -52,6 +52,7 @@ QUESTIONS = [
 ]
 LLM_TIMEOUT_S = 5.0
 SWAPS = 20
+FEEDBACK_POSTS = 3000
 
 
 def bench_load_and_faults(settings: Settings) -> dict[str, Any]:
@@ -249,23 +250,10 @@ async def _llm_outage(url: str, llm: FakeLLMServer) -> dict[str, Any]:
         finished_at = time.perf_counter()
         after = await asyncio.gather(*(_ask(session, url, q) for q in QUESTIONS * 6 + QUESTIONS[:2]))
     results = during + after
-    outcomes: dict[str, int] = {}
-    unclear = 0
-    for r in results:
-        body = r.get("body") or {}
-        if r["status"] == 200 and body.get("outcome") in {"answered", "llm_unavailable"}:
-            key = body["outcome"]
-            if key == "llm_unavailable" and not body.get("citations"):
-                unclear += 1  # a sources-only answer must list sources
-        elif r["status"] is not None and r["status"] >= 400 and body.get("error"):
-            key = f"error {r['status']}"
-        else:
-            key, unclear = "unclear", unclear + 1
-        outcomes[key] = outcomes.get(key, 0) + 1
     return {
         "requests": len(results),
-        "outcomes": outcomes,
-        "unclear_or_hung": unclear,
+        "outcomes": _outcomes(results),
+        "unclear_or_hung": sum(not _clear(r) for r in results),
         "llm_timeout_s": LLM_TIMEOUT_S,
         "max_latency_s": round(max(r["seconds"] for r in results), 2),
         "max_latency_after_stop_s": round(max(r["seconds"] for r in after), 2),
@@ -273,11 +261,21 @@ async def _llm_outage(url: str, llm: FakeLLMServer) -> dict[str, Any]:
     }
 
 
+def _clear(result: dict[str, Any]) -> bool:
+    """An answer, a sources-only answer that lists its sources, or an error that says what failed."""
+    body = result.get("body") or {}
+    if result["status"] == 200:
+        return body.get("outcome") == "answered" or (
+            body.get("outcome") == "llm_unavailable" and bool(body.get("citations"))
+        )
+    return result["status"] is not None and bool(body.get("error"))
+
+
 def _kill_during_feedback(env: dict[str, str], database: Path) -> dict[str, Any]:
     """Feedback pours in; the server is killed with SIGKILL mid-stream; every 201 must be on disk."""
     process, url = _start_server(env)
     try:
-        acknowledged, attempted = asyncio.run(_feedback_until_killed(url, process))
+        acknowledged, not_acknowledged = asyncio.run(_feedback_until_killed(url, process))
     finally:
         if process.poll() is None:
             process.kill()
@@ -285,8 +283,8 @@ def _kill_during_feedback(env: dict[str, str], database: Path) -> dict[str, Any]
     with sqlite3.connect(database) as connection:
         stored = {row[0] for row in connection.execute("SELECT feedback_id FROM feedback")}
     return {
-        "attempted": attempted,
-        "cut_off_by_the_kill": attempted - len(acknowledged),
+        "attempted": FEEDBACK_POSTS,
+        "not_acknowledged": not_acknowledged,
         "acknowledged": len(acknowledged),
         "stored": len(stored),
         "acknowledged_lost": len(set(acknowledged) - stored),
@@ -294,24 +292,26 @@ def _kill_during_feedback(env: dict[str, str], database: Path) -> dict[str, Any]
     }
 
 
-async def _feedback_until_killed(url: str, process: subprocess.Popen) -> tuple[list[int], int]:
+async def _feedback_until_killed(url: str, process: subprocess.Popen) -> tuple[list[int], dict[str, int]]:
+    """The feedback ids the server acknowledged, and why the other posts were not (by kind)."""
     acknowledged: list[int] = []
-    attempted = 0
+    not_acknowledged: dict[str, int] = {}
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=50), timeout=timeout) as session:
         answer = (await _ask(session, url, QUESTIONS[0]))["body"]["answer_id"]
 
         async def send(n: int) -> None:
-            nonlocal attempted
-            attempted += 1
             try:
                 async with session.post(
                     f"{url}/v1/feedback", json={"answer_id": answer, "rating": 1 + n % 5, "user": f"u{n}"}
                 ) as response:
                     if response.status == 201:
                         acknowledged.append((await response.json())["feedback_id"])
-            except (aiohttp.ClientError, TimeoutError):
-                pass  # the server died mid-request: not acknowledged, so nothing is owed
+                        return
+                    reason = f"http {response.status}"
+            except (aiohttp.ClientError, TimeoutError) as exc:  # cut off by the kill
+                reason = type(exc).__name__
+            not_acknowledged[reason] = not_acknowledged.get(reason, 0) + 1
 
         async def killer() -> None:
             deadline = time.monotonic() + 60
@@ -319,5 +319,5 @@ async def _feedback_until_killed(url: str, process: subprocess.Popen) -> tuple[l
                 await asyncio.sleep(0.005)
             os.kill(process.pid, signal.SIGKILL)
 
-        await asyncio.gather(killer(), *(send(n) for n in range(3000)))
-    return acknowledged, attempted
+        await asyncio.gather(killer(), *(send(n) for n in range(FEEDBACK_POSTS)))
+    return acknowledged, not_acknowledged

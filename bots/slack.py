@@ -169,9 +169,7 @@ def answer_blocks(result: AskResult, reactions_hint: bool = True) -> list[dict[s
     if agent.citations:
         lines = []
         for c in agent.citations:
-            where = " › ".join(c.heading_path)
-            pages = f", p. {c.pages[0]}" if c.pages[0] else ""
-            label = _escape(f"{c.title}{' — ' + where if where else ''}{pages}").replace("|", "/")
+            label = _escape(c.label()).replace("|", "/")
             lines.append(f"[{c.n}] <{c.link}|{label}>" if c.link else f"[{c.n}] {label}")
         blocks.append(
             {"type": "context", "elements": [{"type": "mrkdwn", "text": _truncate("\n".join(lines))}]}

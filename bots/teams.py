@@ -188,9 +188,7 @@ def answer_card(result: AskResult) -> dict[str, Any]:
     if agent.citations:
         body.append({"type": "TextBlock", "text": "Sources", "weight": "Bolder", "spacing": "Medium"})
         for c in agent.citations:
-            where = " › ".join(c.heading_path)
-            pages = f", p. {c.pages[0]}" if c.pages[0] else ""
-            label = f"{c.title}{' — ' + where if where else ''}{pages}".replace("]", ")").replace("[", "(")
+            label = c.label().replace("]", ")").replace("[", "(")
             text = f"[{c.n}] [{label}]({c.link})" if c.link else f"[{c.n}] {label}"
             body.append(
                 {"type": "TextBlock", "text": text, "wrap": True, "isSubtle": True, "spacing": "None"}

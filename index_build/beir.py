@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from index_build.version import FileRecord
 from pipeline.errors import ConfigurationError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.types import Chunk, model_text
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +84,8 @@ def index_corpus(
             and cached.manifest["embedder"] == embedder_manifest(embedder)
         ):
             return cached
-    except (IndexNotFoundError, IndexCorruptError):
-        pass  # no usable cached index: build one
+    except (IndexNotFoundError, IndexCorruptError) as exc:
+        log.info("no usable cached index for %s (%s): building one", dataset_dir.name, exc)
 
     name = collection_name(dataset_dir.name)
     with open(corpus, encoding="utf-8") as handle:

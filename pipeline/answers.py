@@ -40,6 +40,15 @@ class Citation:
     passage_id: str
     link: str = ""
 
+    def label(self) -> str:
+        """Where the passage is, for people: ``title — heading › subheading, p. 3`` (or ``pp. 3–4``)."""
+        place = " › ".join(self.heading_path)
+        label = self.title + (f" — {place}" if place else "")
+        first, last = self.pages
+        if first:
+            label += f", p. {first}" if first == last else f", pp. {first}–{last}"
+        return label
+
 
 @dataclass(slots=True)
 class AgentAnswer:

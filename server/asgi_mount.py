@@ -57,14 +57,12 @@ async def _run(app: ASGIApp, request: web.Request) -> web.StreamResponse:
             return {"type": "http.request", "body": chunk, "more_body": not body_done}
         # The body is consumed: the next message is the disconnect, when the response ends
         # or the client goes away (polled: aiohttp does not signal a closed socket here).
-        while not finished.is_set():
-            transport = request.transport
-            if transport is None or transport.is_closing():
-                break
-            try:
-                await asyncio.wait_for(finished.wait(), timeout=1.0)
-            except TimeoutError:
-                continue
+        ended = asyncio.ensure_future(finished.wait())
+        try:
+            while not ended.done() and request.transport is not None and not request.transport.is_closing():
+                await asyncio.wait({ended}, timeout=1.0)
+        finally:
+            ended.cancel()
         return {"type": "http.disconnect"}
 
     async def send(message: dict) -> None:

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from index_build.builder import IngestReport
+from pipeline.answers import AskResult
 from pipeline.context import Context
 
 _LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings": "Embeddings"}
@@ -145,19 +146,14 @@ def print_context_report(console: Console, report: dict[str, Any]) -> None:
     console.print(table)
 
 
-def print_answer(console: Console, result: Any, trace: bool = False) -> None:
+def print_answer(console: Console, result: AskResult, trace: bool = False) -> None:
     """The answer, then its numbered sources with title, heading, pages and location."""
     agent = result.agent
     console.print(agent.answer + "\n")
     if agent.citations:
         console.print("[bold]Sources[/]")
         for citation in agent.citations:
-            place = " › ".join(citation.heading_path)
-            first, last = citation.pages
-            where = escape(citation.title) + (f" — {escape(place)}" if place else "")
-            if first:
-                where += f", p. {first}" if first == last else f", pp. {first}–{last}"
-            console.print(f"  [cyan][{citation.n}][/] {where}")
+            console.print(f"  [cyan][{citation.n}][/] {escape(citation.label())}")
             console.print(f"      [dim]{escape(citation.source)}[/]")
     console.print(
         f"[dim]conversation {result.conversation_id} · answer {result.answer_id} · {agent.outcome}[/]"

@@ -61,12 +61,14 @@ class SQLiteDatabase:
     def transaction(self) -> Iterator[Transaction]:
         with self._lock:
             self._connection.execute("BEGIN IMMEDIATE")
+            committed = False
             try:
                 yield _SQLiteTransaction(self._connection)
-            except BaseException:
-                self._connection.execute("ROLLBACK")
-                raise
-            self._connection.execute("COMMIT")
+                self._connection.execute("COMMIT")
+                committed = True
+            finally:
+                if not committed:  # the body raised (or COMMIT failed): nothing of it is kept
+                    self._connection.execute("ROLLBACK")
 
     def close(self) -> None:
         with self._lock:

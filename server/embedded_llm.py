@@ -142,6 +142,7 @@ class LlamaServer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.start_timeout_s
         async with aiohttp.ClientSession() as session:
+            last_problem = "no check yet"
             while loop.time() < deadline:
                 assert self._process is not None
                 if self._process.poll() is not None:
@@ -155,10 +156,14 @@ class LlamaServer:
                     ) as reply:
                         if reply.status == 200:
                             return
-                except (aiohttp.ClientError, TimeoutError):
-                    pass
+                        last_problem = f"HTTP {reply.status}"
+                except (aiohttp.ClientError, TimeoutError) as exc:  # still loading: poll again
+                    last_problem = repr(exc)
                 await asyncio.sleep(0.5)
-        raise TransientError(f"the embedded LLM server did not start within {self.start_timeout_s:g} s")
+        raise TransientError(
+            f"the embedded LLM server did not start within {self.start_timeout_s:g} s "
+            f"(last readiness check: {last_problem})"
+        )
 
     async def __aexit__(self, *exc_info: object) -> None:
         process, self._process = self._process, None

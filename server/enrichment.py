@@ -7,43 +7,42 @@ unchanged chunk is never sent to the LLM twice, across ingests and versions.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
 from index_build.document import ParsedDocument
 from pipeline.types import HEADING_SEPARATOR, Chunk
+from server.database import SQLiteDatabase, create_tables
 
 OUTLINE_HEADINGS = 30
+
+
+_TABLE = "CREATE TABLE IF NOT EXISTS contexts (content_hash TEXT PRIMARY KEY, context TEXT)"
 
 
 class EnrichmentCache:
     """content hash → context, in one SQLite file (WAL), safe across threads."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute(
-            "CREATE TABLE IF NOT EXISTS contexts (content_hash TEXT PRIMARY KEY, context TEXT)"
-        )
-        self._lock = threading.Lock()
+        self._db = SQLiteDatabase(path)
+        create_tables(self._db, {"sqlite": _TABLE, "postgresql": _TABLE})
 
     def get(self, content_hash: str) -> str | None:
-        with self._lock:
-            row = self._connection.execute(
-                "SELECT context FROM contexts WHERE content_hash = ?", (content_hash,)
-            ).fetchone()
-        return row[0] if row else None
+        """The cached context of a chunk with this content, or None when it was never made."""
+        with self._db.transaction() as tx:
+            rows = tx.execute("SELECT context FROM contexts WHERE content_hash = ?", (content_hash,))
+        return rows[0][0] if rows else None
 
     def put(self, content_hash: str, context: str) -> None:
-        with self._lock:
-            self._connection.execute("INSERT OR REPLACE INTO contexts VALUES (?, ?)", (content_hash, context))
+        with self._db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO contexts VALUES (?, ?)"
+                " ON CONFLICT (content_hash) DO UPDATE SET context = excluded.context",
+                (content_hash, context),
+            )
 
     def close(self) -> None:
-        with self._lock:
-            self._connection.close()
+        self._db.close()
 
 
 class LLMEnricher:

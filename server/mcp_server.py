@@ -7,8 +7,9 @@ server keeps serving); ``ask`` reports each agent step as a progress notificatio
 
 # No ``from __future__ import annotations``: MCPServer reads the tools' annotations at run time,
 # and those use values local to build_mcp_server.
+import functools
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
@@ -122,9 +123,18 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
     mcp = MCPServer(name="docfinder", instructions=INSTRUCTIONS, version=_version())
     max_chars = settings.max_question_chars
 
-    def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Register ``fn`` as a tool described by its docstring without the source indentation."""
-        return mcp.tool(description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+    def tool(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        """Register ``fn`` as a tool described by its docstring (without the source indentation),
+        turning docfinder's errors into tool errors with their message."""
+
+        @functools.wraps(fn)  # MCPServer reads the parameters and annotations through __wrapped__
+        async def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except DocfinderError as exc:
+                raise _tool_error(exc) from exc
+
+        return mcp.tool(description=inspect.cleandoc(fn.__doc__ or ""))(guarded)
 
     @tool
     async def ask(
@@ -148,12 +158,9 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
             steps += 1
             await ctx.report_progress(steps, message=_describe_step(event))
 
-        try:
-            result = await service.ask(
-                question, conversation_id=conversation_id, collections=collections, on_status=progress
-            )
-        except DocfinderError as exc:
-            raise _tool_error(exc) from exc
+        result = await service.ask(
+            question, conversation_id=conversation_id, collections=collections, on_status=progress
+        )
         return AnswerOut.model_validate(answer_to_json(result, trace=False))
 
     @tool
@@ -167,12 +174,7 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
     ) -> SearchOut:
         """Search the documentation and return ranked passages with score, source, page, heading and
         passage id, without writing an answer. Fast (milliseconds)."""
-        try:
-            result = await service.search(
-                service.check_question(query), k=k, mode=mode, collections=collections
-            )
-        except DocfinderError as exc:
-            raise _tool_error(exc) from exc
+        result = await service.search(service.check_question(query), k=k, mode=mode, collections=collections)
         return SearchOut(
             query=result.query,
             mode=result.mode,
@@ -185,11 +187,7 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         passage_id: Annotated[str, Field(description="A passage id from ask's citations or search.")],
     ) -> PassageOut:
         """The full text of one passage with its document, page and heading."""
-        try:
-            _, chunk = await service.passage(passage_id)
-        except DocfinderError as exc:
-            raise _tool_error(exc) from exc
-        return passage_out(chunk)
+        return passage_out(await service.passage(passage_id))
 
     @tool
     async def get_document(
@@ -197,10 +195,7 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         page: Annotated[int | None, Field(ge=1, description="Only the passages on this page.")] = None,
     ) -> DocumentOut:
         """A document's passages in reading order (only one page's with `page`), with its metadata."""
-        try:
-            version, record, chunks = await service.document(doc_id, page)
-        except DocfinderError as exc:
-            raise _tool_error(exc) from exc
+        version, record, chunks = await service.document(doc_id, page)
         return DocumentOut(
             doc_id=record.doc_id,
             title=record.title,
@@ -228,12 +223,9 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         comment: Annotated[str, Field(max_length=2000, description="Free text.")] = "",
     ) -> FeedbackOut:
         """Judge an answer; stored with the feedback from Slack and Teams for the admins' evaluation sets."""
-        try:
-            record = await service.record_feedback(
-                Feedback(answer_id, "mcp", rating=rating, label=label, comment=comment)
-            )
-        except DocfinderError as exc:
-            raise _tool_error(exc) from exc
+        record = await service.record_feedback(
+            Feedback(answer_id, "mcp", rating=rating, label=label, comment=comment)
+        )
         return FeedbackOut(feedback_id=record.feedback_id, answer_id=record.answer_id)
 
     @mcp.resource(

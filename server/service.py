@@ -359,10 +359,10 @@ class DocfinderService:
             raise InvalidRequestError(f"unknown domain {domain!r} (known: {known})")
         return self.settings.domains[domain].collections or None
 
-    async def passage(self, passage_id: str) -> tuple[str, Chunk]:
-        """The live version id and the passage ``passage_id`` (:class:`NotFoundError` when unknown)."""
+    async def passage(self, passage_id: str) -> Chunk:
+        """The passage ``passage_id`` in the live version (:class:`NotFoundError` when unknown)."""
         snapshot = await asyncio.to_thread(self._current_snapshot)
-        return snapshot.version_id, snapshot.chunk(passage_id)
+        return snapshot.chunk(passage_id)
 
     async def document(self, doc_id: str, page: int | None = None) -> tuple[str, FileRecord, list[Chunk]]:
         """The live version id, a document's record and its passages in order (only ``page``'s if given)."""
