@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.eval_context import figures, load_questions
+from pipeline.figures import figures
+from server.eval_context import load_questions
 from server.eval_retrieval import percentile
 from server.metrics import LLM_STEPS
 from server.service import DocfinderService, run_ingest

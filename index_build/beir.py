@@ -22,6 +22,7 @@ from index_build.builder import (
     IngestOptions,
     IngestProgress,
     NoProgress,
+    VersionPart,
     embedder_manifest,
     write_version,
 )
@@ -114,5 +115,5 @@ def index_corpus(
         path=str(corpus), collection=name, doc_id=name, sha256=sha, title=name, pages=0, chunks=len(chunks)
     )
     with writer_lock(index_dir):
-        write_version(index_dir, [(record, chunks, np.vstack(vectors))], embedder, options)
+        write_version(index_dir, [VersionPart(record, chunks, np.vstack(vectors))], embedder, options)
     return open_live(index_dir)

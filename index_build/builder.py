@@ -8,6 +8,7 @@ ingested from other folders are kept as they are. Bad files are reported and ski
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -17,9 +18,10 @@ from typing import Protocol
 
 import numpy as np
 
-from index_build.chunking import ChunkingOptions, chunk_document
+from index_build.chunking import ChunkingOptions, chunk_pieces
 from index_build.convert import DocumentConverter
 from index_build.document import ParsedDocument
+from index_build.evidence import document_units
 from index_build.layout import (
     building_dir,
     new_version_id,
@@ -28,6 +30,7 @@ from index_build.layout import (
     remove_stale_builds,
     writer_lock,
 )
+from index_build.metadata import describe
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import SourceFile, discover, file_sha256
 from index_build.version import (
@@ -41,7 +44,7 @@ from index_build.version import (
 from pipeline.errors import ConfigurationError, DocumentError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.sparse import DEFAULT_THRESHOLD
-from pipeline.types import MODEL_TEXT_VERSION, Chunk, model_text
+from pipeline.types import MODEL_TEXT_VERSION, Chunk, EvidenceUnit, model_text, unit_search_text
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +109,8 @@ class IngestReport:
     reused: int = 0
     removed: int = 0
     embedded_chunks: int = 0
+    embedded_units: int = 0
+    units: int = 0
     reused_embeddings: int = 0
     seconds: float = 0.0
     failures: list[Failure] = field(default_factory=list)
@@ -119,6 +124,8 @@ class _Document:
     record: FileRecord
     chunks: list[Chunk]
     embeddings: list[np.ndarray | None]
+    units: list[EvidenceUnit] = field(default_factory=list)
+    unit_embeddings: list[np.ndarray | None] = field(default_factory=list)
 
 
 def ingest(
@@ -165,12 +172,16 @@ def ingest(
         )
         if (converted or removed or previous is None) and all_documents:
             _embed_missing(all_documents, previous, embedder, progress, report)
-            parts = [(d.record, d.chunks, np.vstack(d.embeddings)) for d in all_documents]
+            parts = [
+                VersionPart(d.record, d.chunks, np.vstack(d.embeddings), d.units, _stack(d.unit_embeddings))
+                for d in all_documents
+            ]
             report.version = write_version(index_dir, parts, embedder, options)
             report.published = True
         report.documents = len(all_documents)
         report.pages = sum(d.record.pages for d in all_documents)
         report.chunks = sum(len(d.chunks) for d in all_documents)
+        report.units = sum(len(d.units) for d in all_documents)
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
@@ -250,11 +261,14 @@ def _process_sources(
 
 def _reuse(previous: IndexSnapshot, record: FileRecord) -> _Document:
     collection = previous.collections[record.collection]
-    rows = [i for i, c in enumerate(collection.chunks) if c.doc_id == record.doc_id]
+    start, stop = collection.doc_chunks.get(record.doc_id, (0, 0))
+    units, unit_vectors = previous.units_of(record.doc_id)
     return _Document(
         record=record,
-        chunks=[collection.chunks[i] for i in rows],
-        embeddings=[collection.embeddings[i] for i in rows],
+        chunks=list(collection.chunks[start:stop]),
+        embeddings=list(collection.embeddings[start:stop]),
+        units=list(units),
+        unit_embeddings=list(unit_vectors),
     )
 
 
@@ -267,7 +281,7 @@ def _convert(
     enricher: Enricher | None,
 ) -> _Document:
     parsed = converter.convert(source.path)
-    chunks = chunk_document(
+    chunked = chunk_pieces(
         parsed,
         doc_id=source.doc_id,
         collection=source.collection,
@@ -276,10 +290,13 @@ def _convert(
         options=options.chunking,
         embed=embedder.embed if options.chunking.method == "semantic" else None,
     )
-    if not chunks:
+    if not chunked:
         raise DocumentError("no text to index")
+    units = document_units(parsed, chunked)
+    chunks = [chunk for chunk, _ in chunked]
     if enricher is not None:
         chunks = [replace(chunk, context=enricher(parsed, chunk)) for chunk in chunks]
+    meta = describe(source.path, parsed, source.doc_id)
     record = FileRecord(
         path=str(source.path),
         collection=source.collection,
@@ -288,8 +305,13 @@ def _convert(
         title=parsed.title,
         pages=parsed.page_count,
         chunks=len(chunks),
+        units=len(units),
+        organisation=meta.organisation,
+        names=meta.names,
+        period=meta.period,
+        version=meta.version,
     )
-    return _Document(record=record, chunks=chunks, embeddings=[None] * len(chunks))
+    return _Document(record, chunks, [None] * len(chunks), units, [None] * len(units))
 
 
 def _under(path: str, roots: set[Path]) -> bool:
@@ -313,37 +335,76 @@ def _embed_missing(
     progress: IngestProgress,
     report: IngestReport,
 ) -> None:
-    """Fill in embeddings: reuse any previous chunk with the same content hash, embed the rest."""
+    """Fill in embeddings of chunks and units: reuse any previous one of the same text, embed the rest.
+
+    Chunks are embedded as :func:`model_text`, units as :func:`unit_search_text`; both are
+    looked up by a hash of that text, so an unchanged passage is never embedded twice.
+    """
     known: dict[str, np.ndarray] = {}
     if previous:
         for collection in previous.collections.values():
             for chunk, vector in zip(collection.chunks, collection.embeddings):
                 known[chunk.content_hash] = vector
-    missing: list[tuple[_Document, int]] = []
+            headings = {c.chunk_id: c.heading_path for c in collection.chunks}
+            for unit, vector in zip(collection.units, collection.unit_embeddings):
+                known[_text_key(unit_search_text(unit, headings[unit.chunk_id]))] = vector
+    missing: list[tuple[list[np.ndarray | None], int, str, str]] = []  # (target list, row, key, text)
     for document in documents:
         for i, chunk in enumerate(document.chunks):
-            if document.embeddings[i] is None and chunk.content_hash in known:
-                document.embeddings[i] = known[chunk.content_hash]
-                report.reused_embeddings += 1
-            elif document.embeddings[i] is None:
-                missing.append((document, i))
-    progress.start("embeddings", len(missing))
-    for start in range(0, len(missing), EMBED_BATCH):
-        batch = missing[start : start + EMBED_BATCH]
-        texts = [model_text(d.chunks[i]) for d, i in batch]
-        for (document, i), vector in zip(batch, embedder.embed(texts)):
-            document.embeddings[i] = vector
+            if document.embeddings[i] is None:
+                missing.append((document.embeddings, i, chunk.content_hash, model_text(chunk)))
+        headings = {c.chunk_id: c.heading_path for c in document.chunks}
+        for i, unit in enumerate(document.units):
+            if document.unit_embeddings[i] is None:
+                text = unit_search_text(unit, headings[unit.chunk_id])
+                missing.append((document.unit_embeddings, i, _text_key(text), text))
+    to_embed: dict[str, str] = {}
+    for target, i, key, text in missing:
+        if key in known:
+            target[i] = known[key]
+            report.reused_embeddings += 1
+        else:
+            to_embed.setdefault(key, text)
+    keys = list(to_embed)
+    progress.start("embeddings", len(keys))
+    for start in range(0, len(keys), EMBED_BATCH):
+        batch = keys[start : start + EMBED_BATCH]
+        for key, vector in zip(batch, embedder.embed([to_embed[k] for k in batch])):
+            known[key] = vector
         progress.advance("embeddings", len(batch))
-    report.embedded_chunks = len(missing)
+    for target, i, key, _ in missing:
+        target[i] = known[key]
+    chunk_keys = {c.content_hash for d in documents for c in d.chunks}
+    report.embedded_chunks = sum(1 for key in keys if key in chunk_keys)
+    report.embedded_units = len(keys) - report.embedded_chunks
+
+
+def _text_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _stack(vectors: list[np.ndarray | None]) -> np.ndarray | None:
+    return np.vstack(vectors) if vectors else None
+
+
+@dataclass(frozen=True, slots=True)
+class VersionPart:
+    """One document as written into a version: its record, chunks and units with their embeddings."""
+
+    record: FileRecord
+    chunks: Sequence[Chunk]
+    embeddings: np.ndarray
+    units: Sequence[EvidenceUnit] = ()
+    unit_embeddings: np.ndarray | None = None
 
 
 def write_version(
     index_dir: Path,
-    parts: Sequence[tuple[FileRecord, Sequence[Chunk], np.ndarray]],
+    parts: Sequence[VersionPart],
     embedder: Embedder,
     options: IngestOptions,
 ) -> str:
-    """Write (file record, chunks, their embeddings) as a new version and make it live.
+    """Write the documents' parts as a new version and make it live.
 
     The caller holds the writer lock. Returns the new version's id.
     """
@@ -351,12 +412,19 @@ def write_version(
     build = building_dir(index_dir, version_id)
     collections: dict[str, CollectionData] = {}
     vectors: dict[str, list[np.ndarray]] = {}
-    for record, chunks, embeddings in parts:
-        collections.setdefault(record.collection, CollectionData(record.collection)).chunks.extend(chunks)
-        vectors.setdefault(record.collection, []).append(embeddings)
+    unit_vectors: dict[str, list[np.ndarray]] = {}
+    for part in parts:
+        data = collections.setdefault(part.record.collection, CollectionData(part.record.collection))
+        data.chunks.extend(part.chunks)
+        data.units.extend(part.units)
+        vectors.setdefault(part.record.collection, []).append(part.embeddings)
+        if part.unit_embeddings is not None and len(part.units):
+            unit_vectors.setdefault(part.record.collection, []).append(part.unit_embeddings)
     sparse = {}
     for name, data in collections.items():
         data.embeddings = np.vstack(vectors[name]).astype(np.float32)
+        if name in unit_vectors:
+            data.unit_embeddings = np.vstack(unit_vectors[name]).astype(np.float32)
         sparse[name] = write_collection(
             build / COLLECTIONS / name, data, options.bm25, options.sparse_threshold
         )
@@ -366,9 +434,10 @@ def write_version(
         embedder=embedder_manifest(embedder),
         chunking=asdict(options.chunking),
         bm25=options.bm25,
-        files=[record for record, _, _ in parts],
+        files=[part.record for part in parts],
         collections={name: len(data.chunks) for name, data in collections.items()},
         sparse=sparse,
+        units={name: len(data.units) for name, data in collections.items()},
     )
     publish(index_dir, build, version_id)
     prune_versions(index_dir, options.keep_versions)

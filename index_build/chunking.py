@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -43,10 +43,26 @@ class ChunkingOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class Piece:
+    """A paragraph, or a table (or part of one), as packed into a chunk.
+
+    ``block`` is the index of the document block it came from (-1 when the semantic chunker
+    rejoined sentences), so evidence extraction can read a split table's full header.
+    """
+
+    text: str
+    page: int
+    kind: Literal["text", "table"]
+    block: int = -1
+
+
+@dataclass(frozen=True, slots=True)
 class _Unit:
     text: str
     page: int
     tokens: int
+    kind: Literal["text", "table"] = "text"
+    block: int = -1
 
 
 def chunk_document(
@@ -63,11 +79,35 @@ def chunk_document(
 
     ``embed`` (sentences → unit vectors) is needed by the semantic chunker only.
     """
+    pieces = chunk_pieces(
+        document,
+        doc_id=doc_id,
+        collection=collection,
+        source=source,
+        tokenizer=tokenizer,
+        options=options,
+        embed=embed,
+    )
+    return [chunk for chunk, _ in pieces]
+
+
+def chunk_pieces(
+    document: ParsedDocument,
+    *,
+    doc_id: str,
+    collection: str,
+    source: str,
+    tokenizer: Tokenizer,
+    options: ChunkingOptions,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+) -> list[tuple[Chunk, tuple[Piece, ...]]]:
+    """:func:`chunk_document`, with the paragraphs and table parts each chunk was packed from."""
     if options.method == "semantic" and embed is None:
         raise ValueError("the semantic chunker needs an embed function")
-    chunks: list[Chunk] = []
+    chunks: list[tuple[Chunk, tuple[Piece, ...]]] = []
     headings: list[tuple[int, str]] = []
     section: list[Block] = []
+    block_index = {id(block): i for i, block in enumerate(document.blocks)}
 
     def flush() -> None:
         path = tuple(text for _, text in headings)
@@ -77,25 +117,25 @@ def chunk_document(
             else [section]
         )
         packed = [
-            piece
+            units
             for group in groups
-            for piece in _pack_section(group, document.title, path, tokenizer, options)
+            for units in _pack_section(group, document.title, path, tokenizer, options, block_index)
         ]
-        for body, first, last in packed:
+        for units in packed:
+            body = "\n\n".join(u.text for u in units)
             full = passage_text(document.title, path, body)
-            chunks.append(
-                Chunk(
-                    chunk_id=f"{doc_id}-{len(chunks):04d}",
-                    doc_id=doc_id,
-                    collection=collection,
-                    source=source,
-                    title=document.title,
-                    heading_path=path,
-                    pages=(first, last),
-                    text=body,
-                    content_hash=hashlib.sha256(full.encode()).hexdigest()[:16],
-                )
+            chunk = Chunk(
+                chunk_id=f"{doc_id}-{len(chunks):04d}",
+                doc_id=doc_id,
+                collection=collection,
+                source=source,
+                title=document.title,
+                heading_path=path,
+                pages=(min(u.page for u in units), max(u.page for u in units)),
+                text=body,
+                content_hash=hashlib.sha256(full.encode()).hexdigest()[:16],
             )
+            chunks.append((chunk, tuple(Piece(u.text, u.page, u.kind, u.block) for u in units)))
         section.clear()
 
     for block in document.blocks:
@@ -154,7 +194,9 @@ def _pack_section(
     path: tuple[str, ...],
     tokenizer: Tokenizer,
     options: ChunkingOptions,
-) -> list[tuple[str, int, int]]:
+    block_index: dict[int, int],
+) -> list[list[_Unit]]:
+    """The section's blocks packed into chunk bodies, each a list of units in order."""
     if not blocks:
         return []
     header_tokens = tokenizer.count(passage_text(title, path, ""))
@@ -162,31 +204,30 @@ def _pack_section(
     units: list[_Unit] = []
     for block in blocks:
         tokens = tokenizer.count(block.text)
+        kind: Literal["text", "table"] = "table" if block.kind == "table" else "text"
+        index = block_index.get(id(block), -1)
         if tokens <= budget:
-            units.append(_Unit(block.text, block.page, tokens))
+            units.append(_Unit(block.text, block.page, tokens, kind, index))
         elif block.kind == "table":
-            units.extend(_split_table(block, budget, tokenizer))
+            units.extend(replace(u, block=index) for u in _split_table(block, budget, tokenizer))
         else:
-            units.extend(_split_text(block, budget, options.overlap_tokens, tokenizer))
+            units.extend(
+                replace(u, block=index) for u in _split_text(block, budget, options.overlap_tokens, tokenizer)
+            )
 
-    packed: list[tuple[str, int, int]] = []
+    packed: list[list[_Unit]] = []
     current: list[_Unit] = []
     used = 0
     for unit in units:
         # The blank line between two units costs about one token; count it so chunks stay in budget.
         if current and used + 1 + unit.tokens > budget:
-            packed.append(_join(current))
+            packed.append(current)
             current, used = [], 0
         used += unit.tokens + (1 if current else 0)
         current.append(unit)
     if current:
-        packed.append(_join(current))
+        packed.append(current)
     return packed
-
-
-def _join(units: list[_Unit]) -> tuple[str, int, int]:
-    pages = [u.page for u in units]
-    return "\n\n".join(u.text for u in units), min(pages), max(pages)
 
 
 def _split_text(block: Block, budget: int, overlap: int, tokenizer: Tokenizer) -> list[_Unit]:
@@ -217,10 +258,10 @@ def _split_table(block: Block, budget: int, tokenizer: Tokenizer) -> list[_Unit]
     for row in rows[header_end:]:
         row_tokens = tokenizer.count(row) + 1
         if piece and used + row_tokens > budget:
-            units.append(_Unit("\n".join(header + piece), block.page, used))
+            units.append(_Unit("\n".join(header + piece), block.page, used, "table"))
             piece, used = [], header_tokens
         piece.append(row)
         used += row_tokens
     if piece:
-        units.append(_Unit("\n".join(header + piece), block.page, used))
+        units.append(_Unit("\n".join(header + piece), block.page, used, "table"))
     return units

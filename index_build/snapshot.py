@@ -6,8 +6,8 @@ disturbing a reader, and a reader never sees a mixture of two versions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,13 @@ from index_build.version import (
     read_files,
     read_manifest,
     read_sparse,
+    read_units,
     verify_checksums,
 )
+from pipeline.documents import DocumentMeta
 from pipeline.errors import IndexCorruptError, InvalidRequestError, NotFoundError
 from pipeline.sparse import SparseSet, rank_sparse
-from pipeline.types import Chunk
+from pipeline.types import Chunk, EvidenceUnit
 
 
 class UnknownCollectionError(InvalidRequestError):
@@ -34,7 +36,11 @@ class UnknownCollectionError(InvalidRequestError):
 
 @dataclass(frozen=True, slots=True)
 class CollectionIndex:
-    """One collection's chunks, embeddings, BM25 indexes and vector index."""
+    """One collection's chunks, embeddings, BM25 indexes and vector index, and its evidence units.
+
+    A document's chunks, and its units, are contiguous rows: ``doc_chunks`` and ``doc_units``
+    give each document's ``(start, stop)``.
+    """
 
     name: str
     chunks: tuple[Chunk, ...]
@@ -44,6 +50,16 @@ class CollectionIndex:
     vectors: Any
     rows: dict[str, int]
     sparse: SparseSet
+    units: tuple[EvidenceUnit, ...] = ()
+    unit_embeddings: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    bm25_units: Any = None
+    doc_chunks: dict[str, tuple[int, int]] = field(default_factory=dict)
+    doc_units: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def document_rows(self, documents: Iterable[str]) -> np.ndarray:
+        """The chunk rows of the given documents that this collection holds."""
+        spans = [self.doc_chunks[d] for d in documents if d in self.doc_chunks]
+        return np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, np.int64)
 
     def bm25_scores(self, terms: Sequence[tuple[str, float]], field_weight: float = 0.0) -> np.ndarray:
         """BM25 score of every chunk for weighted, already-analysed terms.
@@ -64,25 +80,58 @@ class CollectionIndex:
         return scores
 
     def bm25_top(
-        self, terms: Sequence[tuple[str, float]], k: int, field_weight: float = 0.0
+        self,
+        terms: Sequence[tuple[str, float]],
+        k: int,
+        field_weight: float = 0.0,
+        documents: Iterable[str] | None = None,
     ) -> list[tuple[Chunk, float]]:
-        """The ``k`` best chunks with a positive BM25 score."""
+        """The ``k`` best chunks with a positive BM25 score (of ``documents`` only, when given)."""
         if not terms or not self.chunks:
             return []
-        return _top_k(self.chunks, self.bm25_scores(terms, field_weight), k)
+        scores = self.bm25_scores(terms, field_weight)
+        if documents is None:
+            return _top_k(self.chunks, scores, k)
+        rows = self.document_rows(documents)
+        return [(self.chunks[rows[i]], s) for i, s in _top_rows(scores[rows], k)]
 
-    def dense_top(self, vector: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
-        """The ``k`` nearest chunks by cosine similarity (HNSW search)."""
+    def dense_top(
+        self, vector: np.ndarray, k: int, documents: Iterable[str] | None = None
+    ) -> list[tuple[Chunk, float]]:
+        """The ``k`` nearest chunks by cosine similarity (HNSW search; exact within ``documents``)."""
         if not self.chunks:
             return []
+        if documents is not None:
+            rows = self.document_rows(documents)
+            similarities = self.embeddings[rows] @ vector if len(rows) else np.zeros(0, np.float32)
+            return [(self.chunks[rows[i]], s) for i, s in _top_rows(similarities, k, positive=False)]
         matches = self.vectors.search(vector, min(k, len(self.chunks)))
         return [(self.chunks[int(key)], 1.0 - float(d)) for key, d in zip(matches.keys, matches.distances)]
+
+    def unit_bm25_scores(self, terms: Sequence[str], start: int, stop: int) -> np.ndarray:
+        """BM25 score of units ``start:stop`` for already-analysed query terms."""
+        if self.bm25_units is None or stop <= start:
+            return np.zeros(max(stop - start, 0), np.float32)
+        ids = self.bm25_units.get_tokens_ids(list(terms))
+        if not ids:
+            return np.zeros(stop - start, np.float32)
+        return np.asarray(self.bm25_units.get_scores_from_ids(ids)[start:stop], dtype=np.float32)
 
     def sparse_top(self, vector: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
         """The ``k`` sparse-information chunks closest to the query (see :mod:`pipeline.sparse`)."""
         return [
             (self.chunks[row], score) for row, score in rank_sparse(vector, self.embeddings, self.sparse, k)
         ]
+
+
+def _top_rows(scores: np.ndarray, k: int, positive: bool = True) -> list[tuple[int, float]]:
+    """Positions and scores of the ``k`` best entries of ``scores`` (positive ones only, by default)."""
+    if not len(scores) or k <= 0:
+        return []
+    k = min(k, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(i), float(scores[i])) for i in top if not positive or scores[i] > 0]
 
 
 def _top_k(chunks: tuple[Chunk, ...], scores: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
@@ -120,15 +169,46 @@ class IndexSnapshot:
         k: int,
         collections: Iterable[str] | None = None,
         field_weight: float = 0.0,
+        documents: Collection[str] | None = None,
     ) -> list[tuple[Chunk, float]]:
-        """BM25 candidates from each chosen collection, merged by score."""
-        hits = [h for c in self.select(collections) for h in c.bm25_top(terms, k, field_weight)]
+        """BM25 candidates from each chosen collection (and document, when given), merged by score."""
+        hits = [h for c in self.select(collections) for h in c.bm25_top(terms, k, field_weight, documents)]
         return sorted(hits, key=lambda h: -h[1])[:k]
 
-    def dense_top(self, vector: np.ndarray, k: int, collections: Iterable[str] | None = None):
-        """Dense candidates from each chosen collection, merged by cosine similarity."""
-        hits = [h for c in self.select(collections) for h in c.dense_top(vector, k)]
+    def dense_top(
+        self,
+        vector: np.ndarray,
+        k: int,
+        collections: Iterable[str] | None = None,
+        documents: Collection[str] | None = None,
+    ) -> list[tuple[Chunk, float]]:
+        """Dense candidates from each chosen collection (and document, when given), merged by similarity."""
+        hits = [h for c in self.select(collections) for h in c.dense_top(vector, k, documents)]
         return sorted(hits, key=lambda h: -h[1])[:k]
+
+    def documents(self, collections: Iterable[str] | None = None) -> list[DocumentMeta]:
+        """The metadata of every document in the chosen collections (all when None)."""
+        names = {c.name for c in self.select(collections)}
+        return [r.meta() for r in self.files if r.collection in names]
+
+    def units_of(self, doc_id: str) -> tuple[Sequence[EvidenceUnit], np.ndarray]:
+        """A document's evidence units in reading order, and their embeddings."""
+        collection, start, stop = self._unit_span(doc_id)
+        return collection.units[start:stop], collection.unit_embeddings[start:stop]
+
+    def unit_bm25(self, doc_id: str, terms: Sequence[str]) -> np.ndarray:
+        """BM25 scores of a document's units (in :meth:`units_of` order) for analysed terms."""
+        collection, start, stop = self._unit_span(doc_id)
+        return collection.unit_bm25_scores(terms, start, stop)
+
+    def _unit_span(self, doc_id: str) -> tuple[CollectionIndex, int, int]:
+        for collection in self.collections.values():
+            if doc_id in collection.doc_units:
+                start, stop = collection.doc_units[doc_id]
+                return collection, start, stop
+            if doc_id in collection.doc_chunks:
+                return collection, 0, 0
+        raise NotFoundError(f"no document with id {doc_id!r} in index version {self.version_id}")
 
     def sparse_top(self, vector: np.ndarray, k: int, collections: Iterable[str] | None = None):
         """Sparse-information candidates from each chosen collection, merged by similarity."""
@@ -169,6 +249,15 @@ class IndexSnapshot:
         raise NotFoundError(f"no document with id {doc_id!r} in index version {self.version_id}")
 
 
+def _spans(doc_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Each document's (start, stop) rows; a document's rows are written contiguously."""
+    spans: dict[str, tuple[int, int]] = {}
+    for row, doc_id in enumerate(doc_ids):
+        start = spans[doc_id][0] if doc_id in spans else row
+        spans[doc_id] = (start, row + 1)
+    return spans
+
+
 def open_live(index_dir: Path, *, verify: bool = True) -> IndexSnapshot:
     """Load the live version of ``index_dir``."""
     return open_version(live_version_dir(index_dir), verify=verify)
@@ -189,6 +278,7 @@ def open_version(version_dir: Path, *, verify: bool = True) -> IndexSnapshot:
         if vectors is None:
             raise IndexCorruptError(f"{directory / 'vectors.usearch'} is not a usearch index")
         chunks = tuple(read_chunks(directory))
+        units = tuple(read_units(directory))
         collections[name] = CollectionIndex(
             name=name,
             chunks=chunks,
@@ -198,6 +288,11 @@ def open_version(version_dir: Path, *, verify: bool = True) -> IndexSnapshot:
             vectors=vectors,
             rows={c.chunk_id: i for i, c in enumerate(chunks)},
             sparse=read_sparse(directory),
+            units=units,
+            unit_embeddings=np.load(directory / "unit_embeddings.npy"),
+            bm25_units=bm25s.BM25.load(str(directory / "bm25_units"), mmap=False, show_progress=False),
+            doc_chunks=_spans([c.doc_id for c in chunks]),
+            doc_units=_spans([u.doc_id for u in units]),
         )
     return IndexSnapshot(
         version_id=manifest["version"],

@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 
 from index_build.sources import file_sha256
+from pipeline.documents import DocumentMeta
 from pipeline.errors import IndexCorruptError
 from pipeline.sparse import DEFAULT_THRESHOLD, SparseSet, find_sparse
 from pipeline.text import analyze_many
-from pipeline.types import Chunk, passage_text
+from pipeline.types import Chunk, EvidenceUnit, passage_text, unit_search_text
 
-FORMAT_VERSION = 2  # 2: title/heading BM25 index and the sparse-information set
+FORMAT_VERSION = 3  # 2: title/heading BM25 index and the sparse-information set; 3: evidence units
 MANIFEST = "manifest.json"
 FILES = "files.json"
 COLLECTIONS = "collections"
@@ -43,7 +44,11 @@ class Bm25Params:
 
 @dataclass(frozen=True, slots=True)
 class FileRecord:
-    """One ingested source file: where it came from, its content hash and what it produced."""
+    """One ingested source file: where it came from, its content hash and what it produced.
+
+    ``organisation``, ``names``, ``period`` and ``version`` describe the document for
+    document-aware questions (see :mod:`index_build.metadata`).
+    """
 
     path: str
     collection: str
@@ -52,15 +57,26 @@ class FileRecord:
     title: str
     pages: int
     chunks: int
+    units: int = 0
+    organisation: str = ""
+    names: tuple[str, ...] = ()
+    period: str = ""
+    version: str = ""
+
+    def meta(self) -> DocumentMeta:
+        """What a question can name about this document."""
+        return DocumentMeta(self.doc_id, self.title, self.organisation, self.names, self.period, self.version)
 
 
 @dataclass(slots=True)
 class CollectionData:
-    """A collection's chunks and their embeddings (row i embeds chunk i), ready to index."""
+    """A collection's chunks and evidence units with their embeddings (row i embeds item i)."""
 
     name: str
     chunks: list[Chunk] = field(default_factory=list)
     embeddings: np.ndarray | None = None
+    units: list[EvidenceUnit] = field(default_factory=list)
+    unit_embeddings: np.ndarray | None = None
 
 
 def write_collection(
@@ -96,6 +112,21 @@ def write_collection(
     vectors.add(np.arange(len(data.chunks), dtype=np.uint64), embeddings)
     vectors.save(str(directory / "vectors.usearch"))
 
+    # Evidence units: searched inside one document at a time, so a BM25 index and the
+    # embeddings suffice (no vector index).
+    headings = {c.chunk_id: c.heading_path for c in data.chunks}
+    with open(directory / "units.jsonl", "w", encoding="utf-8") as out:
+        for unit in data.units:
+            out.write(json.dumps(asdict(unit), ensure_ascii=False) + "\n")
+    unit_vectors = data.unit_embeddings
+    if unit_vectors is None or not len(data.units):
+        unit_vectors = np.zeros((0, embeddings.shape[1]), np.float32)
+    np.save(directory / "unit_embeddings.npy", unit_vectors.astype(np.float32, copy=False))
+    unit_texts = [unit_search_text(u, headings[u.chunk_id]) for u in data.units]
+    retriever = bm25s.BM25(k1=bm25.k1, b=bm25.b, method=bm25.method)
+    retriever.index([terms or [""] for terms in analyze_many(unit_texts or [""])], show_progress=False)
+    retriever.save(str(directory / "bm25_units"))
+
     sparse = find_sparse([c.text for c in data.chunks], embeddings, sparse_threshold)
     np.savez(directory / "sparse.npz", rows=sparse.rows, nearest=sparse.nearest, threshold=sparse.threshold)
     return len(sparse.rows)
@@ -117,6 +148,7 @@ def write_manifest(
     files: list[FileRecord],
     collections: dict[str, int],
     sparse: dict[str, int],
+    units: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Write ``files.json`` and ``manifest.json`` (with a checksum of every other file)."""
     (version_dir / FILES).write_text(json.dumps([asdict(f) for f in files], indent=1, ensure_ascii=False))
@@ -136,10 +168,12 @@ def write_manifest(
             "documents": len(files),
             "pages": sum(f.pages for f in files),
             "chunks": sum(collections.values()),
+            "evidence_units": sum((units or {}).values()),
             "collections": {
                 name: {
                     "documents": sum(1 for f in files if f.collection == name),
                     "chunks": count,
+                    "evidence_units": (units or {}).get(name, 0),
                     "sparse_chunks": sparse[name],
                 }
                 for name, count in sorted(collections.items())
@@ -175,7 +209,16 @@ def verify_checksums(version_dir: Path, manifest: dict[str, Any]) -> None:
 
 def read_files(version_dir: Path) -> list[FileRecord]:
     """The file records of a version."""
-    return [FileRecord(**r) for r in json.loads((version_dir / FILES).read_text())]
+    return [
+        FileRecord(**{**r, "names": tuple(r.get("names", ()))})
+        for r in json.loads((version_dir / FILES).read_text())
+    ]
+
+
+def read_units(collection_dir: Path) -> list[EvidenceUnit]:
+    """A collection's evidence units in row order."""
+    with open(collection_dir / "units.jsonl", encoding="utf-8") as lines:
+        return [EvidenceUnit(**json.loads(line)) for line in lines]
 
 
 def read_chunks(collection_dir: Path) -> list[Chunk]:

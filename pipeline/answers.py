@@ -50,9 +50,27 @@ class Citation:
         return label
 
 
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """Evidence an answer rests on, in the document's own words, under its citation number.
+
+    ``text`` is verbatim from the document (a sentence, or a table row as a Markdown line);
+    ``context`` is what makes a row readable: its table's caption, column labels and group.
+    """
+
+    n: int
+    text: str
+    source: str
+    pages: tuple[int, int]
+    heading_path: tuple[str, ...]
+    passage_id: str
+    context: str = ""
+    link: str = ""
+
+
 @dataclass(slots=True)
 class AgentAnswer:
-    """What the agent returns: the answer, its sources, the checks' verdicts and the trace."""
+    """What the agent returns: answer, sources, quoted evidence, the checks' verdicts and the trace."""
 
     answer: str
     outcome: Outcome
@@ -61,6 +79,7 @@ class AgentAnswer:
     question: str
     domain: str | None
     trace: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[Quote] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

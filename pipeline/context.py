@@ -3,8 +3,11 @@
 Selection (:mod:`pipeline.selection`) works on whole passages (``topk``, ``mmr``, ``fps``)
 or, with ``sentences``, on the passages' sentences: they are taken in retrieval order,
 near-duplicates dropped, optionally only the top-n by a scorer kept, until the budget is
-full. Ordering (:mod:`pipeline.ordering`) then arranges what was selected. Each piece keeps
-its chunk, so citations still point at document, page and heading.
+full. With ``evidence``, it takes the evidence units (sentences and table rows, with their
+table headers) that in-document deepening found, covering every document the question
+needs first (:mod:`pipeline.evidence`). Ordering (:mod:`pipeline.ordering`) then arranges
+what was selected. Each piece keeps its chunk, so citations still point at document, page
+and heading; pieces of one chunk are shown together as one numbered passage.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from pipeline.evidence import EvidenceSearch, select_evidence
 from pipeline.ordering import ContextOrder, Sentence, cluster_order, dedupe, order_ping_pong, split_sentences
 from pipeline.protocols import Tokenizer
 from pipeline.selection import Item, select
-from pipeline.types import Chunk, SearchHit
+from pipeline.types import Chunk, EvidenceUnit, SearchHit
 
-ContextSelection = Literal["topk", "mmr", "fps", "sentences"]
-CONTEXT_SELECTIONS: tuple[str, ...] = ("topk", "mmr", "fps", "sentences")
+ContextSelection = Literal["topk", "mmr", "fps", "sentences", "evidence"]
+CONTEXT_SELECTIONS: tuple[str, ...] = ("topk", "mmr", "fps", "sentences", "evidence")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +48,98 @@ class ContextConfig:
 
 @dataclass(frozen=True, slots=True)
 class ContextPiece:
-    """A passage, or a sentence of one, placed in the context."""
+    """A passage, a sentence of one, or an evidence unit, placed in the context.
+
+    ``group`` is the topic cluster (``cluster`` order) or, for evidence, the rank of the
+    piece's document among those the question needs.
+    """
 
     chunk: Chunk
     text: str
     score: float
     group: int = 0
+    unit: EvidenceUnit | None = None
+
+    @property
+    def key(self) -> str:
+        return self.unit.unit_id if self.unit is not None else f"{self.chunk.chunk_id}:{self.text[:64]}"
+
+
+def render_pieces(pieces: Sequence[ContextPiece]) -> str:
+    """Pieces as the LLM reads them: a table row under its table header and group label, shown once."""
+    lines: list[str] = []
+    header = group = None
+    for piece in pieces:
+        unit = piece.unit
+        if unit is not None and unit.kind == "row":
+            if (piece.chunk.chunk_id, unit.table_header) != header:
+                header, group = (piece.chunk.chunk_id, unit.table_header), None
+                if unit.table_header:
+                    lines.append(unit.table_header)
+            if unit.row_group and unit.row_group != group:
+                group = unit.row_group
+                lines.append(unit.row_group)
+        else:
+            header = group = None
+        lines.append(piece.text)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """The pieces of one chunk in the context: what the LLM sees under one citation number.
+
+    ``period`` is the document's period or version ("2023 Q1"), shown beside its title so
+    that evidence from several periods cannot be confused.
+    """
+
+    chunk: Chunk
+    pieces: tuple[ContextPiece, ...]
+    period: str = ""
+
+    def label(self) -> str:
+        """``title (period) — heading, pages``: where the passage is, for the LLM and for people."""
+        label = self.chunk.citation_label()
+        if self.period and self.period not in self.chunk.title:
+            title = self.chunk.title or self.chunk.source
+            label = label.replace(title, f"{title} ({self.period})", 1)
+        return label
+
+    @property
+    def text(self) -> str:
+        return render_pieces(self.pieces)
+
+    @property
+    def score(self) -> float:
+        return max(p.score for p in self.pieces)
+
+
+def group_passages(pieces: Sequence[ContextPiece]) -> list[Passage]:
+    """Pieces grouped by chunk, chunks in order of first appearance, pieces in reading order."""
+    grouped: dict[str, list[ContextPiece]] = {}
+    for piece in pieces:
+        grouped.setdefault(piece.chunk.chunk_id, []).append(piece)
+    return [
+        Passage(group[0].chunk, tuple(sorted(group, key=_reading_order) if group[0].unit else group))
+        for group in grouped.values()
+    ]
+
+
+def whole_passages(hits: Sequence[SearchHit]) -> list[Passage]:
+    """Each hit's chunk as one passage, whole (no selection)."""
+    return [Passage(h.chunk, (ContextPiece(h.chunk, h.chunk.text, h.score),)) for h in hits]
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """What a retrieval hands the agent: numbered passages, and details for the trace."""
+
+    passages: list[Passage]
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _reading_order(piece: ContextPiece) -> str:
+    return piece.unit.unit_id if piece.unit is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +152,11 @@ class Context:
 
     @property
     def text(self) -> str:
-        return "\n\n".join(p.text for p in self.pieces)
+        return "\n\n".join(p.text for p in group_passages(self.pieces))
+
+    def passages(self) -> list[Passage]:
+        """The context as numbered passages (one per chunk)."""
+        return group_passages(self.pieces)
 
 
 def build_context(
@@ -74,11 +168,26 @@ def build_context(
     embed_texts: Callable[[Sequence[str]], np.ndarray],
     query_vector: np.ndarray,
     sentence_scorer: Callable[[Sequence[str]], Sequence[float]] | None = None,
+    evidence: EvidenceSearch | None = None,
 ) -> Context:
-    """Select from ``hits`` (best first) within the budget, then order; see the module docstring."""
+    """Select from ``hits`` (best first) within the budget, then order; see the module docstring.
+
+    The ``evidence`` strategy selects from ``evidence`` (the in-document search's candidates);
+    when the index holds no evidence units it falls back to ``topk`` and says so in the trace.
+    """
     trace: list[dict[str, Any]] = []
     started = time.perf_counter()
-    if config.selection == "sentences":
+    selection = config.selection
+    if selection == "evidence" and (evidence is None or not evidence.units):
+        trace.append(
+            {"step": "select_context", "note": "no evidence units in the index: top-k passages used"}
+        )
+        selection = "topk"
+    if selection == "evidence" and evidence is not None:
+        trace.append(evidence.trace)
+        chosen = select_evidence(evidence, config.budget_tokens, tokenizer)
+        pieces = [ContextPiece(c.chunk, c.unit.text, c.score, c.document_rank, c.unit) for c in chosen]
+    elif selection == "sentences":
         pieces = _select_sentences(hits, config, tokenizer, sentence_scorer, trace)
     else:
         items = [
@@ -88,23 +197,29 @@ def build_context(
             for h in hits
         ]
         params = {"alpha": config.mmr_alpha, "window": config.mmr_window or 0, "weight": config.fps_weight}
-        chosen = select(config.selection, items, config.budget_tokens, **params)
+        chosen = select(selection, items, config.budget_tokens, **params)
         by_key = {h.chunk.chunk_id: h for h in hits}
         pieces = [ContextPiece(by_key[i.key].chunk, i.text, i.score) for i in chosen]
-    tokens = sum(tokenizer.count(p.text) for p in pieces)
+    tokens = sum(tokenizer.count(p.text) for p in pieces) + sum(
+        tokenizer.count(p.unit.table_header) for p in _first_of_each_table(pieces)
+    )
     trace.append(
         {
             "step": "select_context",
             "ms": round((time.perf_counter() - started) * 1000, 3),
-            "strategy": config.selection,
+            "strategy": selection,
             "budget_tokens": config.budget_tokens,
             "tokens": tokens,
-            "candidates": len(hits),
-            "selected": [p.chunk.chunk_id for p in pieces],
+            "candidates": len(evidence.units) if selection == "evidence" and evidence else len(hits),
+            "selected": [p.key if p.unit else p.chunk.chunk_id for p in pieces],
         }
     )
     started = time.perf_counter()
-    ordered = _order(pieces, config, embed_texts, query_vector)
+    ordered = (
+        _order_evidence(pieces, config)
+        if selection == "evidence"
+        else _order(pieces, config, embed_texts, query_vector)
+    )
     trace.append(
         {
             "step": "order_context",
@@ -114,6 +229,25 @@ def build_context(
         }
     )
     return Context(ordered, tokens, trace)
+
+
+def _first_of_each_table(pieces: Sequence[ContextPiece]) -> list[ContextPiece]:
+    seen: set[tuple[str, str]] = set()
+    first = []
+    for piece in pieces:
+        if piece.unit is not None and piece.unit.kind == "row":
+            key = (piece.chunk.chunk_id, piece.unit.table_header)
+            if key not in seen:
+                seen.add(key)
+                first.append(piece)
+    return first
+
+
+def _order_evidence(pieces: list[ContextPiece], config: ContextConfig) -> list[ContextPiece]:
+    """Evidence by document (the needed order) and reading order, or by score; passages stay whole."""
+    if config.order == "score":
+        return sorted(pieces, key=lambda p: -p.score)
+    return sorted(pieces, key=lambda p: (p.group, p.key))
 
 
 def _select_sentences(

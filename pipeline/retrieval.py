@@ -14,7 +14,7 @@ no I/O and loads nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -39,10 +39,15 @@ class SearchableIndex(Protocol):
         k: int,
         collections: Sequence[str] | None = None,
         field_weight: float = 0.0,
+        documents: Collection[str] | None = None,
     ) -> list[tuple[Chunk, float]]: ...
 
     def dense_top(
-        self, vector: np.ndarray, k: int, collections: Sequence[str] | None = None
+        self,
+        vector: np.ndarray,
+        k: int,
+        collections: Sequence[str] | None = None,
+        documents: Collection[str] | None = None,
     ) -> list[tuple[Chunk, float]]: ...
 
     def sparse_top(
@@ -85,13 +90,18 @@ class RetrievalConfig:
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
-    """What to find. The first query is the user's; the rest are variants (rephrasings)."""
+    """What to find. The first query is the user's; the rest are variants (rephrasings).
+
+    ``documents``, when given, restricts the search to those document ids (a question's
+    resolved scope, see :mod:`pipeline.documents`).
+    """
 
     queries: tuple[str, ...]
     mode: SearchMode = "hybrid"
     collections: tuple[str, ...] | None = None
     boosts: Mapping[str, float] | None = None
     k: int | None = None
+    documents: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, query: str, **kwargs: Any) -> SearchRequest:
@@ -181,7 +191,7 @@ def _branches(
         started = time.perf_counter()
         expansion = expand(query, glossary, config.synonym_weight, config.related_weight)
         terms = expansion.terms
-        bm25 = index.bm25_top(terms, depth, request.collections, config.field_weight)
+        bm25 = index.bm25_top(terms, depth, request.collections, config.field_weight, request.documents)
         tracer.record(
             "bm25",
             started,
@@ -201,7 +211,9 @@ def _branches(
     elif request.mode in ("dense", "hybrid"):
         started = time.perf_counter()
         diverse = config.mmr_lambda < 1.0
-        pool = index.dense_top(vector, depth * config.mmr_pool if diverse else depth, request.collections)
+        pool = index.dense_top(
+            vector, depth * config.mmr_pool if diverse else depth, request.collections, request.documents
+        )
         if diverse and pool:
             vectors = np.vstack([index.embedding(chunk) for chunk, _ in pool])
             dense = [pool[i] for i in mmr_select(vector, vectors, depth, config.mmr_lambda)]

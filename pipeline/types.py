@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +76,39 @@ def model_text(chunk: Chunk) -> str:
             stripped = "  ".join(cell.strip() for cell in stripped.strip("|").split("|"))
         lines.append(stripped)
     return passage_text(chunk.title, chunk.heading_path, "\n".join(lines), chunk.context)
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceUnit:
+    """The smallest piece of a document an answer rests on: a sentence, or a table row.
+
+    ``text`` is the document's own words exactly as they stand in the chunk's text (a row
+    is its Markdown line), so a quoted figure is always the document's. A row also carries
+    its table's ``table_header`` (caption and column labels, e.g. "Three Months Ended
+    July 1, 2023", as one Markdown row) and the ``row_group`` label above it ("Net sales:"),
+    without which "Products | 60,584" means nothing. ``page`` is the unit's own page.
+    """
+
+    unit_id: str
+    chunk_id: str
+    doc_id: str
+    kind: Literal["sentence", "row"]
+    text: str
+    page: int = 0
+    table_header: str = ""
+    row_group: str = ""
+
+
+def unit_search_text(unit: EvidenceUnit, heading_path: tuple[str, ...]) -> str:
+    """A unit as BM25 and the embedder see it: its innermost heading, a row's group label, the text.
+
+    A row's column labels are left out: every row of a table shares them, so they cannot
+    tell its rows apart, and they would double the tokens to embed.
+    """
+    parts = [heading_path[-1] if heading_path else "", unit.row_group, unit.text]
+    return "\n".join(_plain(part) for part in parts if part)
+
+
+def _plain(text: str) -> str:
+    """Markdown table syntax removed (pipes cost tokens and carry no meaning for a model)."""
+    return " ".join(cell.strip() for cell in text.strip().strip("|").split("|") if cell.strip())

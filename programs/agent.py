@@ -10,7 +10,11 @@ condense → classify_query → review_query → retrieve → grade_documents
 
 Every step is recorded in the trace and sent to ``on_status`` as it happens. When the LLM
 is down or too slow, the user gets a clear message and the sources retrieved so far.
-Retrieval comes in as a plain async callable, so the module knows nothing of indexes.
+Retrieval comes in as a plain async callable that returns numbered passages (evidence
+units grouped by chunk, or whole chunks), so the module knows nothing of indexes.
+
+Every answer carries quoted evidence: up to five units of the cited passages, chosen by
+the figures and words the answer uses (:mod:`pipeline.quotes`), in the document's words.
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ from typing import Any
 
 import dspy
 
-from pipeline.answers import AgentAnswer, Citation, Outcome, StatusSink, citation_link
+from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, citation_link
+from pipeline.context import Passage, Retrieved
 from pipeline.errors import TransientError
-from pipeline.types import Chunk, SearchHit
+from pipeline.quotes import choose_quotes
 from programs.signatures import Classify, Condense, Generate, Review, Supported, Transform, Useful
 
-Retriever = Callable[[Sequence[str], str | None, str], Awaitable[list[SearchHit]]]
+Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
 
 NO_DOCUMENTS = "I could not find anything in the documents that answers this question."
 UNVERIFIED = (
@@ -57,24 +62,29 @@ class AgentLimits:
     llm_timeout_s: float = 120.0
 
 
-def number_passages(chunks: Sequence[Chunk], numbered_from: Sequence[Chunk] | None = None) -> str:
-    """The passages as the generate step reads them: ``[n] title › heading (p. x)`` then the text.
+def number_passages(passages: Sequence[Passage], numbered_from: Sequence[Passage] | None = None) -> str:
+    """The passages as the generate step reads them: ``[n] title (period) — heading, p. x`` then the text.
 
-    With ``numbered_from``, each chunk keeps its number in that list, so a subset shown to the
-    grounding check carries the numbers the answer cites.
+    With ``numbered_from``, each passage keeps its number in that list, so a subset shown to
+    the grounding check carries the numbers the answer cites.
     """
-    numbering = {c.chunk_id: n for n, c in enumerate(numbered_from or chunks, start=1)}
-    return "\n\n".join(f"[{numbering[c.chunk_id]}] {c.citation_label()}\n{c.text}" for c in chunks)
+    numbering = {p.chunk.chunk_id: n for n, p in enumerate(numbered_from or passages, start=1)}
+    return "\n\n".join(f"[{numbering[p.chunk.chunk_id]}] {p.label()}\n{p.text}" for p in passages)
 
 
-def cited_passages(chunks: Sequence[Chunk], answer: str) -> list[Chunk]:
+def cited_numbers(answer: str, passages: int) -> set[int]:
+    """The passage numbers ``answer`` cites that exist."""
+    return {int(n) for n in _CITATION.findall(answer) if 1 <= int(n) <= passages}
+
+
+def cited_passages(passages: Sequence[Passage], answer: str) -> list[Passage]:
     """The passages the answer cites by number; all of them when it cites none that exist.
 
     The grounding check reads only these: a shorter prompt, and the claim must stand on what it cites.
     """
-    cited = {int(n) for n in _CITATION.findall(answer)}
-    chosen = [c for n, c in enumerate(chunks, start=1) if n in cited]
-    return chosen or list(chunks)
+    cited = cited_numbers(answer, len(passages))
+    chosen = [p for n, p in enumerate(passages, start=1) if n in cited]
+    return chosen or list(passages)
 
 
 def with_citation_markers(answer: str, sources: Sequence[int], passages: int) -> str:
@@ -90,23 +100,49 @@ def with_citation_markers(answer: str, sources: Sequence[int], passages: int) ->
 
 
 def citations_for(
-    chunks: Sequence[Chunk], answer: str | None = None, url_prefixes: Mapping[str, str] = {}
+    passages: Sequence[Passage], answer: str | None = None, url_prefixes: Mapping[str, str] = {}
 ) -> list[Citation]:
     """Citations of the passages the answer cites (all of them if it cites none or there is no answer)."""
-    chosen = {c.chunk_id for c in (cited_passages(chunks, answer) if answer is not None else chunks)}
+    chosen = {
+        p.chunk.chunk_id for p in (cited_passages(passages, answer) if answer is not None else passages)
+    }
     return [
         Citation(
             n,
-            c.title,
-            c.source,
-            c.pages,
-            c.heading_path,
-            c.chunk_id,
-            citation_link(c.source, c.pages, url_prefixes),
+            p.chunk.title,
+            p.chunk.source,
+            p.chunk.pages,
+            p.chunk.heading_path,
+            p.chunk.chunk_id,
+            citation_link(p.chunk.source, p.chunk.pages, url_prefixes),
         )
-        for n, c in enumerate(chunks, start=1)
-        if c.chunk_id in chosen
+        for n, p in enumerate(passages, start=1)
+        if p.chunk.chunk_id in chosen
     ]
+
+
+def quotes_for(
+    passages: Sequence[Passage], answer: str | None = None, url_prefixes: Mapping[str, str] = {}
+) -> list[Quote]:
+    """The evidence to quote under an answer (the closest evidence when there is no answer)."""
+    cited = cited_numbers(answer, len(passages)) if answer is not None else set()
+    quotes = []
+    for candidate in choose_quotes(answer, passages, cited):
+        chunk = passages[candidate.n - 1].chunk
+        pages = (candidate.page, candidate.page) if candidate.page else chunk.pages
+        quotes.append(
+            Quote(
+                candidate.n,
+                candidate.text,
+                chunk.source,
+                pages,
+                chunk.heading_path,
+                chunk.chunk_id,
+                candidate.table_header,
+                citation_link(chunk.source, pages, url_prefixes),
+            )
+        )
+    return quotes
 
 
 class AnswerAgent(dspy.Module):
@@ -146,10 +182,9 @@ class AnswerAgent(dspy.Module):
         except LLMUnavailableError as exc:
             await run.step("llm_unavailable", error=str(exc))
             if not run.best:
-                run.best = _grade(
-                    await retrieve([run.question or message], run.domain, "hybrid"), self.limits
-                )
-            return run.result(LLM_UNAVAILABLE, "llm_unavailable", run.cite(run.best))
+                retrieved = await retrieve([run.question or message], run.domain, "hybrid")
+                run.best = _grade(retrieved.passages, self.limits)
+            return run.result(LLM_UNAVAILABLE, "llm_unavailable", run.best)
 
 
 class _Run:
@@ -162,7 +197,7 @@ class _Run:
         self.trace: list[dict[str, Any]] = []
         self.question = ""
         self.domain: str | None = None
-        self.best: list[Chunk] = []
+        self.best: list[Passage] = []
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
         self.tokens: dict[str, int] | None = None
@@ -196,12 +231,20 @@ class _Run:
         }
         return prediction
 
-    def cite(self, chunks: Sequence[Chunk], answer: str | None = None) -> list[Citation]:
-        return citations_for(chunks, answer, self.agent.url_prefixes)
-
-    def result(self, text: str, outcome: Outcome, citations: list[Citation]) -> AgentAnswer:
+    def result(
+        self, text: str, outcome: Outcome, passages: Sequence[Passage], answer: str | None = None
+    ) -> AgentAnswer:
+        """The answer with the citations and quoted evidence of ``passages`` (those ``answer`` cites)."""
+        prefixes = self.agent.url_prefixes
         return AgentAnswer(
-            text, outcome, citations, dict(self.verdicts), self.question, self.domain, self.trace
+            text,
+            outcome,
+            citations_for(passages, answer, prefixes),
+            dict(self.verdicts),
+            self.question,
+            self.domain,
+            self.trace,
+            quotes_for(passages, answer, prefixes),
         )
 
     async def answer(
@@ -232,26 +275,26 @@ class _Run:
         sparse_tried = not sparse_available
         generated: set[frozenset[str]] = set()
         while True:
-            attempt = frozenset(c.chunk_id for c in passages)
+            attempt = frozenset(piece.key for p in passages for piece in p.pieces)
             if attempt in generated:  # temperature 0: the same passages would give the same answer
                 await self.step("generate_skipped", reason="these passages were already tried")
             else:
                 generated.add(attempt)
                 answer = await self._generate(passages)
                 if await self._checks(answer, passages):
-                    return self.result(answer, "answered", self.cite(passages, answer))
+                    return self.result(answer, "answered", passages, answer)
             if not sparse_tried:
                 sparse_tried = True
                 passages = await self._add_sparse(passages)
                 continue
             if rewrites >= limits.max_rewrites:
-                return self.result(UNVERIFIED, "unverified", self.cite(self.best))
+                return self.result(UNVERIFIED, "unverified", self.best)
             rewrites += 1
             problem = "the answer was not supported by the passages or did not answer the question"
             retried = await self._retrieve_and_grade([await self._transform(problem)], "hybrid")
             passages = retried or passages
 
-    async def _generate(self, passages: list[Chunk]) -> str:
+    async def _generate(self, passages: list[Passage]) -> str:
         reply = await self.call(
             self.agent.generate,
             question=self.question,
@@ -262,13 +305,16 @@ class _Run:
         await self.step("generate", answer=answer, sources=reply.sources, passages=len(passages))
         return answer
 
-    async def _add_sparse(self, passages: list[Chunk]) -> list[Chunk]:
+    async def _add_sparse(self, passages: list[Passage]) -> list[Passage]:
         """Passages from the sparse set (facts stated nowhere else) replace the lowest-ranked ones."""
         extra = await self._retrieve_and_grade([self.question], "sparse", step="sparse_fallback")
-        known = {c.chunk_id for c in passages}
+        known = {p.chunk.chunk_id for p in passages}
         room = max(1, self.agent.limits.max_passages // 4)
-        new = [c for c in extra if c.chunk_id not in known][:room]
-        return passages[: self.agent.limits.max_passages - len(new)] + new
+        new = [p for p in extra if p.chunk.chunk_id not in known][:room]
+        if not new:
+            return passages
+        ranked = sorted(passages, key=lambda p: -p.score)[: max(len(passages) - len(new), 1)]
+        return [p for p in passages if p in ranked] + new
 
     async def _classify(self) -> None:
         names = list(self.agent.domains)
@@ -290,25 +336,28 @@ class _Run:
         await self.step("transform_query", query=rewritten, problem=problem)
         return rewritten
 
-    async def _retrieve_and_grade(self, queries: list[str], mode: str, step: str = "retrieve") -> list[Chunk]:
-        hits = await self.retrieve(queries, self.domain, mode)
+    async def _retrieve_and_grade(
+        self, queries: list[str], mode: str, step: str = "retrieve"
+    ) -> list[Passage]:
+        retrieved = await self.retrieve(queries, self.domain, mode)
         await self.step(
             step,
             queries=queries,
             mode=mode,
-            candidates=[[h.chunk.chunk_id, round(h.score, 4)] for h in hits],
+            candidates=[[p.chunk.chunk_id, round(p.score, 4)] for p in retrieved.passages],
+            **retrieved.details,
         )
-        kept = _grade(hits, self.agent.limits)
+        kept = _grade(retrieved.passages, self.agent.limits)
         if kept and not self.best:
             self.best = kept
         await self.step(
             "grade_documents",
             threshold=_finite(self.agent.limits.grade_threshold),
-            kept=[c.chunk_id for c in kept],
+            kept=[p.chunk.chunk_id for p in kept],
         )
         return kept
 
-    async def _checks(self, answer: str, passages: list[Chunk]) -> bool:
+    async def _checks(self, answer: str, passages: list[Passage]) -> bool:
         """Both checks; ``useful`` is skipped when ``supported`` already failed (the retry is the same)."""
         cited = cited_passages(passages, answer)
         supported = (
@@ -328,8 +377,9 @@ class _Run:
         return False
 
 
-def _grade(hits: Sequence[SearchHit], limits: AgentLimits) -> list[Chunk]:
-    return [h.chunk for h in hits if h.score >= limits.grade_threshold][: limits.max_passages]
+def _grade(passages: Sequence[Passage], limits: AgentLimits) -> list[Passage]:
+    """The passages at or above the grade threshold (the context's token budget already bounds them)."""
+    return [p for p in passages if p.score >= limits.grade_threshold]
 
 
 def _finite(value: float) -> float | None:

@@ -50,21 +50,24 @@ class Transform(dspy.Signature):
 
 
 class Generate(dspy.Signature):
-    """Answer the question briefly, using only the numbered passages. After each claim, cite the
-    passage(s) it comes from as [n], for example: "Net sales were $81.8 billion [2]." Quote figures
-    exactly as the passages give them. If the passages do not contain the answer, say that the
-    documents do not answer it. Do not invent facts."""
+    """Answer the question briefly, using only the numbered evidence. After each claim, cite the
+    evidence it comes from as [n], for example: "Net sales were $81,797 million [2]." A table row
+    stands under its column headers: take each figure from the column of the period the question
+    asks about, and give figures exactly as written. If the evidence does not contain the answer,
+    say that the documents do not answer it. Do not invent facts."""
 
     question: str = dspy.InputField()
-    passages: str = dspy.InputField(desc="numbered passages, '[n] title › heading (page)' then text")
+    passages: str = dspy.InputField(
+        desc="numbered evidence: '[n] document (period) — heading, page', then its sentences and table rows"
+    )
     glossary: str = dspy.InputField(desc="terms of this organisation and what they mean; may be empty")
     answer: str = dspy.OutputField(desc="a short answer with [n] citations")
-    sources: list[int] = dspy.OutputField(desc="the numbers of the passages the answer uses")
+    sources: list[int] = dspy.OutputField(desc="the numbers of the evidence the answer uses")
 
 
 class Supported(dspy.Signature):
-    """Is every claim in the answer supported by the passages? Citations alone are not support:
-    the cited passage must state the claim."""
+    """Is every claim in the answer supported by the numbered evidence? Citations alone are not
+    support: the cited evidence must state the claim."""
 
     passages: str = dspy.InputField()
     answer: str = dspy.InputField()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import fnmatch
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,19 +27,12 @@ from typing import Any
 from index_build.builder import IngestProgress, NoProgress
 from pipeline.context import ContextConfig
 from pipeline.errors import ConfigurationError
+from pipeline.figures import all_numbers, figures
 from server.factories import context_config
 from server.service import DocfinderService, run_ingest
 from server.settings import Settings
 
 BUDGETS = (2000, 4000)
-
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b")
-_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s")
-_NUMBER = re.compile(r"\(?\$?\d[\d,]*(?:\.\d+)?%?\)?")
-_YEAR = re.compile(r"^(19|20)\d\d$")
-_SOURCE_LINE = re.compile(r"\n\s*SOURCE\(?S?\)?:[^\n]*\s*$")  # the trailing line only, not inline citations
-
 
 @dataclass(frozen=True, slots=True)
 class Question:
@@ -66,28 +58,6 @@ STRATEGIES = (
     Strategy("fps-0.5", {"selection": "fps", "order": "score", "fps_weight": 0.5}),
     Strategy("sentences+cluster", {"selection": "sentences", "order": "cluster"}),
 )
-
-
-def normalise_figure(raw: str) -> str:
-    """A number as compared: without ``$``, ``%``, ``,`` and parentheses."""
-    return re.sub(r"[$%,()]", "", raw)
-
-
-def figures(text: str) -> set[str]:
-    """The figures of ``text`` (see the module docstring)."""
-    text = _SOURCE_LINE.sub("", text)
-    text = _LIST_MARKER.sub(" ", _DATE.sub(" ", text))
-    found = set()
-    for raw in _NUMBER.findall(text):
-        number = normalise_figure(raw).rstrip(".")
-        if sum(c.isdigit() for c in number) >= 2 and not _YEAR.match(number):
-            found.add(number)
-    return found
-
-
-def context_figures(text: str) -> set[str]:
-    """Every number in a context, normalised the same way (years and dates included)."""
-    return {normalise_figure(raw).rstrip(".") for raw in _NUMBER.findall(text)}
 
 
 def load_questions(path: Path) -> list[Question]:
@@ -145,7 +115,7 @@ async def _run(
                     config: ContextConfig = replace(base, budget_tokens=budget, **strategy.overrides)
                     context = await service.assemble_context(result, config)
                     sources = {Path(p.chunk.source).name for p in context.pieces}
-                    found = context_figures(context.text)
+                    found = all_numbers(context.text)
                     total = totals.setdefault(
                         (strategy.name, budget), {"docs": 0.0, "figures": 0.0, "scored": 0}
                     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from index_build.embedding import SentenceTransformerEmbedder, default_embedder_path
 from pipeline.context import ContextConfig
+from pipeline.evidence import EvidenceConfig
 from pipeline.expansion import Glossary, load_glossary
 from pipeline.protocols import Embedder
 from pipeline.retrieval import Reranker, RetrievalConfig
@@ -51,6 +52,18 @@ def retrieval_config(settings: Settings, *, reranking: bool) -> RetrievalConfig:
         field_weight=settings.bm25_field_weight,
         synonym_weight=settings.expansion_synonym_weight,
         related_weight=settings.expansion_related_weight,
+    )
+
+
+def evidence_config(settings: Settings) -> EvidenceConfig:
+    """In-document deepening parameters from the settings."""
+    return EvidenceConfig(
+        documents=settings.evidence_documents,
+        max_documents=settings.evidence_max_documents,
+        candidates_per_document=settings.evidence_candidates,
+        dense_weight=settings.evidence_dense_weight,
+        chunk_weight=settings.evidence_chunk_weight,
+        hop_weight=settings.evidence_hop_weight,
     )
 
 

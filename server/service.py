@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,14 +27,23 @@ from index_build.layout import live_version_id
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.version import Bm25Params, FileRecord
 from pipeline.answers import AskResult, Feedback, FeedbackRecord, Platform, StatusSink
-from pipeline.context import Context, ContextConfig, build_context
+from pipeline.context import Context, ContextConfig, Retrieved, build_context, whole_passages
+from pipeline.documents import DocumentScope, resolve_scope
 from pipeline.errors import InvalidRequestError
+from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import Chunk, SearchHit
 from server.conversations import ConversationStore
 from server.database import Database, open_database
-from server.factories import make_embedder, make_glossary, make_reranker, retrieval_config
+from server.factories import (
+    context_config,
+    evidence_config,
+    make_embedder,
+    make_glossary,
+    make_reranker,
+    retrieval_config,
+)
 from server.feedback import FeedbackStore, validate_feedback
 from server.llm import make_adapter, open_lm
 from server.logs import current_request_id
@@ -49,7 +58,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """Hits for one query, the index version that produced them, and the retrieval trace."""
+    """Hits for one query, the index version that produced them, and the retrieval trace.
+
+    ``scope`` holds the documents the query names (see :mod:`pipeline.documents`); ``queries``
+    the query and its variants, as searched.
+    """
 
     query: str
     mode: str
@@ -57,6 +70,8 @@ class SearchResult:
     hits: list[SearchHit]
     trace: list[dict[str, Any]]
     context: Context | None = None
+    scope: DocumentScope = field(default_factory=DocumentScope)
+    queries: tuple[str, ...] = ()
 
 
 class DocfinderService:
@@ -180,16 +195,19 @@ class DocfinderService:
         snapshot = await asyncio.to_thread(self._current_snapshot)
         sparse_available = any(len(c.sparse.rows) for c in snapshot.collections.values())
 
-        async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> list[SearchHit]:
+        agent_context = context_config(self.settings)
+
+        async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:
             result = await self.search(
                 queries[0],
                 variants=list(queries[1:]),
                 mode=mode,
                 collections=collections,
                 domain=domain,
+                context=agent_context if mode != "sparse" else None,
                 pinned=snapshot,  # an index swap mid-question must not mix two versions in one answer
             )
-            return result.hits
+            return self.passages_of(result, snapshot)
 
         import dspy
 
@@ -281,6 +299,16 @@ class DocfinderService:
                 snapshot = self._snapshot
         return snapshot
 
+    def passages_of(self, result: SearchResult, snapshot: IndexSnapshot) -> Retrieved:
+        """A search's context (or its hits, whole) as passages labelled with their document's period."""
+        passages = result.context.passages() if result.context is not None else whole_passages(result.hits)
+        periods = {r.doc_id: r.period or r.version for r in snapshot.files}
+        details: dict[str, Any] = {"scope": result.scope.trace()}
+        if result.context is not None:
+            selected = next((e for e in result.context.trace if e.get("step") == "select_context"), {})
+            details.update(strategy=selected.get("strategy"), tokens=result.context.tokens)
+        return Retrieved([replace(p, period=periods.get(p.chunk.doc_id, "")) for p in passages], details)
+
     async def search(
         self,
         query: str,
@@ -292,13 +320,17 @@ class DocfinderService:
         variants: list[str] | None = None,
         context: ContextConfig | None = None,
         pinned: IndexSnapshot | None = None,
+        scoped: bool = True,
     ) -> SearchResult:
         """Rank passages for ``query`` (and its ``variants``); all hits come from one index version.
 
         ``domain`` picks the per-collection boosts configured for that question domain. With
-        ``context``, the top ``context_candidates`` hits are also selected and ordered into
-        the LLM's context under its token budget. ``pinned`` searches that snapshot instead of
-        the live one (one question's searches all see the same version).
+        ``scoped`` (the default), a query that names documents ("Intel", "Q1 2023", "the
+        latest release") searches only those (:mod:`pipeline.documents`); the resolved scope is
+        the first trace entry. With ``context``, the top ``context_candidates`` hits are also
+        selected and ordered into the LLM's context under its token budget (the ``evidence``
+        strategy deepens into the needed documents first). ``pinned`` searches that snapshot
+        instead of the live one (one question's searches all see the same version).
         """
         self.metrics.searches.labels(mode).inc()
         if mode not in SEARCH_MODES:
@@ -315,18 +347,26 @@ class DocfinderService:
 
         def run() -> SearchResult:
             snapshot = pinned or self._current_snapshot()
+            started = time.perf_counter()
+            scope = DocumentScope()
+            if scoped and mode != "sparse":
+                scope = resolve_scope(query, snapshot.documents(request.collections))
+            scope_step = {"step": "scope", "ms": round((time.perf_counter() - started) * 1000, 3)}
             result = retrieve(
                 snapshot,
                 self.embedder,
-                request,
+                replace(request, documents=scope.documents),
                 self.retrieval,
                 reranker=self.reranker,
                 glossary=self.glossary,
             )
-            assembled = self._assemble(snapshot, query, result.hits, context) if context else None
-            trace = result.trace + (assembled.trace if assembled else [])
+            found = SearchResult(
+                query, mode, snapshot.version_id, result.hits, [], None, scope, request.queries
+            )
+            assembled = self._assemble(snapshot, found, context) if context else None
+            trace = [scope_step | scope.trace(), *result.trace, *(assembled.trace if assembled else [])]
             hits = result.hits[:k] if k else result.hits
-            return SearchResult(query, mode, snapshot.version_id, hits, trace, assembled)
+            return replace(found, hits=hits, trace=trace, context=assembled)
 
         # Query encoding, BM25 scoring and reranking are CPU-bound: keep them off the event loop.
         return await asyncio.to_thread(run)
@@ -335,20 +375,26 @@ class DocfinderService:
         """Select and order ``result``'s hits into an LLM context, without searching again."""
 
         def run() -> Context:
-            return self._assemble(self._current_snapshot(), result.query, result.hits, context)
+            return self._assemble(self._current_snapshot(), result, context)
 
         return await asyncio.to_thread(run)
 
-    def _assemble(
-        self, snapshot: IndexSnapshot, query: str, hits: list[SearchHit], context: ContextConfig
-    ) -> Context:
+    def _assemble(self, snapshot: IndexSnapshot, result: SearchResult, context: ContextConfig) -> Context:
+        queries = result.queries or (result.query,)
+        vectors = [self.embedder.embed_query(q) for q in queries]
+        evidence = None
+        if context.selection == "evidence":
+            evidence = find_evidence(
+                snapshot, vectors, queries, result.hits, result.scope, evidence_config(self.settings)
+            )
         return build_context(
-            hits,
+            result.hits,
             context,
             tokenizer=self.embedder.tokenizer,
             chunk_vector=snapshot.embedding,
             embed_texts=self.embedder.embed,
-            query_vector=self.embedder.embed_query(query),
+            query_vector=vectors[0],
+            evidence=evidence,
         )
 
     def _boosts(self, domain: str | None) -> dict[str, float] | None:

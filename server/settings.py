@@ -179,11 +179,14 @@ class Settings(BaseSettings):
     reranker_path: Path | None = Field(
         None, description="Local cross-encoder folder (e.g. bge-reranker-base); unset = no rerank."
     )
-    context_selection: Literal["topk", "mmr", "fps", "sentences"] = Field(
-        "topk", description="How passages are chosen for the LLM's context under the token budget."
+    context_selection: Literal["topk", "mmr", "fps", "sentences", "evidence"] = Field(
+        "evidence",
+        description="How the LLM's context is chosen under the token budget; evidence: sentences and "
+        "table rows of the documents the question needs, each document covered first.",
     )
     context_order: Literal["score", "document", "pingpong", "cluster"] = Field(
-        "score", description="How the selected context is ordered."
+        "document",
+        description="How the selected context is ordered (document: by document, then reading order).",
     )
     context_budget_tokens: int = Field(2000, ge=64, description="Token budget of the LLM's context (T_max).")
     context_candidates: int = Field(
@@ -200,6 +203,24 @@ class Settings(BaseSettings):
     )
     context_cluster_within: Literal["aggregation", "score"] = Field(
         "aggregation", description="Order inside a sentence cluster."
+    )
+    evidence_documents: int = Field(
+        3, ge=1, le=50, description="Documents searched for evidence when the question names none."
+    )
+    evidence_max_documents: int = Field(
+        8, ge=1, le=100, description="Most documents searched for evidence when the question names several."
+    )
+    evidence_candidates: int = Field(
+        40, ge=1, le=1000, description="Evidence units kept per document before selection."
+    )
+    evidence_dense_weight: float = Field(
+        0.5, ge=0, le=1, description="Weight of dense similarity against BM25 in a unit's score."
+    )
+    evidence_chunk_weight: float = Field(
+        0.2, ge=0, le=1, description="Share of a unit's score taken from its chunk's retrieval score."
+    )
+    evidence_hop_weight: float = Field(
+        0.2, ge=0, le=1, description="Weight of the second, dense hop from a document's best unit."
     )
     domains: dict[str, DomainSettings] = Field(
         default_factory=lambda: dict(DEFAULT_DOMAINS),

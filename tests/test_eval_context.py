@@ -6,8 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+from pipeline.figures import figures
 from server.cli import main
-from server.eval_context import figures
 
 
 def test_inline_source_mentions_do_not_hide_the_figures_after_them():

@@ -1,0 +1,42 @@
+"""Figures in text: the numbers an answer must get exactly right.
+
+A figure is a number of two or more digits, compared without ``$``, ``%``, thousands
+separators and parentheses (``$(1,595)`` and ``1595`` are the same figure). Dates, list
+markers ("1. "), bare years and a trailing ``SOURCE(S):`` line are not figures. The
+evaluation counts them in gold answers; quote selection matches an answer's figures to
+the evidence units that state them.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b")
+_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s")
+_CITATION = re.compile(r"\[\d+\]")
+_NUMBER = re.compile(r"\(?\$?\d[\d,]*(?:\.\d+)?%?\)?")
+_YEAR = re.compile(r"^(19|20)\d\d$")
+_SOURCE_LINE = re.compile(r"\n\s*SOURCE\(?S?\)?:[^\n]*\s*$")  # the trailing line only, not inline citations
+
+
+def normalise_figure(raw: str) -> str:
+    """A number as compared: without ``$``, ``%``, ``,`` and parentheses."""
+    return re.sub(r"[$%,()]", "", raw)
+
+
+def figures(text: str) -> set[str]:
+    """The figures of ``text`` (see the module docstring)."""
+    text = _SOURCE_LINE.sub("", text)
+    text = _LIST_MARKER.sub(" ", _DATE.sub(" ", _CITATION.sub(" ", text)))
+    found = set()
+    for raw in _NUMBER.findall(text):
+        number = normalise_figure(raw).rstrip(".")
+        if sum(c.isdigit() for c in number) >= 2 and not _YEAR.match(number):
+            found.add(number)
+    return found
+
+
+def all_numbers(text: str) -> set[str]:
+    """Every number in ``text``, normalised the same way (years and dates included)."""
+    return {normalise_figure(raw).rstrip(".") for raw in _NUMBER.findall(text)}

@@ -1,0 +1,101 @@
+"""Quoted evidence: the few units of the context that carry an answer, in the document's words.
+
+The LLM writes the synthesis; the quotes under it are never typed by the LLM. They are
+chosen from the evidence units of the passages the answer cites, by matching the figures
+the answer states (the strongest signal: a figure in the answer must stand in a quote)
+and the words it uses, with the retrieval score breaking ties. Each cited passage gets its
+best-matching unit first, then the remaining slots go by score. A passage shown whole
+(not as units) is split into sentences and table rows on the spot; either way a quote's
+text is a verbatim substring of its chunk, so a quoted figure is exactly the document's.
+When there is no answer to match (it could not be verified), the best units by retrieval
+score are quoted as the closest evidence found.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from pipeline.context import Passage
+from pipeline.figures import figures
+from pipeline.ordering import split_sentences
+from pipeline.text import analyze
+
+MAX_QUOTES = 5
+FIGURE_WEIGHT = 2.0
+RETRIEVAL_WEIGHT = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteCandidate:
+    """A unit that may be quoted: its passage number, verbatim text, table header and page."""
+
+    n: int
+    text: str
+    table_header: str
+    page: int
+    score: float
+    position: int
+
+
+def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
+    """Every quotable unit of ``passages`` (numbered from 1), in passage and reading order."""
+    candidates = []
+    for n, passage in enumerate(passages, start=1):
+        for piece in passage.pieces:
+            if piece.unit is not None:
+                unit = piece.unit
+                header = (
+                    "\n".join(x for x in (unit.table_header, unit.row_group) if x)
+                    if unit.kind == "row"
+                    else ""
+                )
+                page = unit.page or passage.chunk.pages[0]
+                candidates.append(QuoteCandidate(n, unit.text, header, page, piece.score, len(candidates)))
+            else:
+                for sentence in split_sentences(piece.text):
+                    candidates.append(
+                        QuoteCandidate(n, sentence, "", passage.chunk.pages[0], piece.score, len(candidates))
+                    )
+    return candidates
+
+
+def choose_quotes(
+    answer: str | None,
+    passages: Sequence[Passage],
+    cited: Collection[int],
+    limit: int = MAX_QUOTES,
+) -> list[QuoteCandidate]:
+    """Up to ``limit`` units that carry ``answer``; see the module docstring."""
+    candidates = quote_candidates(passages)
+    if not candidates:
+        return []
+    if answer is None:
+        best = sorted(candidates, key=lambda c: -c.score)[: min(limit, 3)]
+        return sorted(best, key=lambda c: c.position)
+    pool = [c for c in candidates if c.n in cited] or candidates
+    answer_figures = figures(answer)
+    answer_terms = set(analyze(answer))
+    top_retrieval = max(c.score for c in pool) or 1.0
+
+    def match(candidate: QuoteCandidate) -> tuple[float, int]:
+        shared_figures = len(answer_figures & figures(candidate.text))
+        terms = set(analyze(candidate.text))
+        overlap = len(answer_terms & terms) / math.sqrt(len(terms)) if terms else 0.0
+        value = FIGURE_WEIGHT * shared_figures + overlap + RETRIEVAL_WEIGHT * candidate.score / top_retrieval
+        return value, shared_figures
+
+    scored = [(c, *match(c)) for c in pool]
+    relevant = [(c, v, f) for c, v, f in scored if f > 0 or v > RETRIEVAL_WEIGHT + 0.5]
+    relevant.sort(key=lambda item: -item[1])
+    best_of_passage: dict[int, QuoteCandidate] = {}
+    for candidate, _, _ in relevant:  # each cited passage's best unit first
+        best_of_passage.setdefault(candidate.n, candidate)
+    chosen = list(best_of_passage.values())[:limit]
+    for candidate, _, _ in relevant:
+        if len(chosen) >= limit:
+            break
+        if candidate not in chosen and all(candidate.text != c.text for c in chosen):
+            chosen.append(candidate)
+    return sorted(chosen, key=lambda c: c.position)
