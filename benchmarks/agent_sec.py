@@ -1,8 +1,9 @@
 """The answering agent end to end on the SEC 10-Q questions, with the configured LLM (embedded by default).
 
 Per question: whether a gold document is among the cited sources, the share of the gold
-answer's figures that appear in the answer, whether both checks passed, the latency, and
-the time to the first status event. ``BENCH_AGENT_QUESTIONS=N`` limits the run to the first
+answer's figures that appear in the answer text, in its quoted evidence, and in either,
+whether both checks passed, the number of LLM calls, the latency, and the time to the
+first status event. ``BENCH_AGENT_QUESTIONS=N`` limits the run to the first
 N questions (the embedded model needs one to three minutes per question on two cores). Each
 question's row is appended to ``bench-results/agent_sec10q.jsonl`` as soon as it is done, so a
 long run can be watched and its rows inspected.
@@ -51,14 +52,20 @@ def bench_agent(
     latencies = [r["seconds"] for r in rows]
     first_status = [r["first_status_s"] for r in rows if r["first_status_s"] is not None]
     with_figures = [r for r in rows if r["gold_figures"]]
+
+    def recall(key: str) -> float:
+        return round(sum(r[key] / r["gold_figures"] for r in with_figures) / max(len(with_figures), 1), 4)
+
+    calls = sorted(r["llm_calls"] for r in rows)
     return {
         "dataset": str(dataset),
         "questions": len(rows),
         "llm": "injected" if lm is not None else settings.llm_api_base or "embedded",
         "gold_document_cited_rate": round(sum(r["gold_cited"] for r in rows) / len(rows), 4),
-        "answer_figure_recall": round(
-            sum(r["figures_found"] / r["gold_figures"] for r in with_figures) / max(len(with_figures), 1), 4
-        ),
+        "answer_figure_recall": recall("figures_found"),
+        "answer_text_figure_recall": recall("figures_in_text"),
+        "evidence_figure_recall": recall("figures_in_evidence"),
+        "llm_calls": {"p50": statistics.median(calls), "max": calls[-1]},
         "checks_pass_rate": round(sum(r["outcome"] == "answered" for r in rows) / len(rows), 4),
         "outcomes": {o: sum(r["outcome"] == o for r in rows) for o in {r["outcome"] for r in rows}},
         "latency_s": {
@@ -89,6 +96,8 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
             result = await service.ask(question.text, on_status=on_status)
             agent = result.agent
             gold = figures(question.answer)
+            quoted = set().union(*(figures(f"{q.context}\n{q.text}") for q in agent.evidence))
+            in_text = gold & figures(agent.answer)
             row = {
                 "question": question.text,
                 "seconds": time.perf_counter() - started,
@@ -99,8 +108,11 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
                     fnmatch.fnmatch(Path(c.source).name, question.gold_docs) for c in agent.citations
                 ),
                 "gold_figures": len(gold),
-                "figures_found": len(gold & figures(agent.answer)),
+                "figures_in_text": len(in_text),
+                "figures_in_evidence": len(gold & quoted),
+                "figures_found": len(in_text | (gold & quoted)),
                 "answer": agent.answer,
+                "evidence": [q.readable() for q in agent.evidence],
                 "steps": [e["step"] for e in agent.trace],
             }
             rows.append(row)

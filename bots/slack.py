@@ -161,11 +161,14 @@ class _SlackBot:
 
 
 def answer_blocks(result: AskResult, reactions_hint: bool = True) -> list[dict[str, Any]]:
-    """The answer in Block Kit: the text, then the numbered sources as links, then how to rate it."""
+    """The answer in Block Kit: text, quoted evidence, the numbered sources as links, how to rate it."""
     agent = result.agent
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": _truncate(to_mrkdwn(agent.answer))}}
     ]
+    if agent.evidence:
+        quotes = [f"> [{q.n}] {_escape(q.readable())}" for q in agent.evidence]
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _truncate("\n".join(quotes))}})
     if agent.citations:
         lines = []
         for c in agent.citations:

@@ -182,9 +182,15 @@ class TeamsBot(TeamsActivityHandler):
 
 
 def answer_card(result: AskResult) -> dict[str, Any]:
-    """The answer as an Adaptive Card: the text, then each numbered source as a link."""
+    """The answer as an Adaptive Card: the text, the quoted evidence, then each numbered source as a link."""
     agent = result.agent
     body: list[dict[str, Any]] = [{"type": "TextBlock", "text": agent.answer, "wrap": True}]
+    if agent.evidence:
+        body.append({"type": "TextBlock", "text": "Evidence", "weight": "Bolder", "spacing": "Medium"})
+        for q in agent.evidence:
+            body.append(
+                {"type": "TextBlock", "text": f"[{q.n}] “{q.readable()}”", "wrap": True, "spacing": "Small"}
+            )
     if agent.citations:
         body.append({"type": "TextBlock", "text": "Sources", "weight": "Bolder", "spacing": "Medium"})
         for c in agent.citations:

@@ -21,7 +21,7 @@ import numpy as np
 from index_build.chunking import ChunkingOptions, chunk_pieces
 from index_build.convert import DocumentConverter
 from index_build.document import ParsedDocument
-from index_build.evidence import document_units
+from index_build.evidence import EVIDENCE_VERSION, document_units
 from index_build.layout import (
     building_dir,
     new_version_id,
@@ -200,7 +200,12 @@ def _open_live_or_none(index_dir: Path) -> IndexSnapshot | None:
 def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOptions) -> bool:
     """Whether chunks and embeddings of ``snapshot`` are valid for this build's settings."""
     same_embedder = snapshot.manifest["embedder"] == embedder_manifest(embedder)
-    return same_embedder and snapshot.manifest["chunking"] == asdict(options.chunking)
+    return same_embedder and snapshot.manifest["chunking"] == chunking_manifest(options)
+
+
+def chunking_manifest(options: IngestOptions) -> dict[str, object]:
+    """What the manifest records of chunking and evidence extraction; chunks are reusable only if it matches."""
+    return {**asdict(options.chunking), "evidence_version": EVIDENCE_VERSION}
 
 
 def embedder_manifest(embedder: Embedder) -> dict[str, object]:
@@ -432,7 +437,7 @@ def write_version(
         build,
         version_id=version_id,
         embedder=embedder_manifest(embedder),
-        chunking=asdict(options.chunking),
+        chunking=chunking_manifest(options),
         bm25=options.bm25,
         files=[part.record for part in parts],
         collections={name: len(data.chunks) for name, data in collections.items()},

@@ -35,6 +35,8 @@ _CAPTION = re.compile(
 )
 _WORD = re.compile(r"[A-Za-z]{2,}")
 MIN_SENTENCE_WORDS = 3
+# Bump when the units this module makes change: an index built by another version is rebuilt.
+EVIDENCE_VERSION = 1
 _MAX_CAPTION_WORDS = 30
 
 

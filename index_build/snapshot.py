@@ -196,6 +196,23 @@ class IndexSnapshot:
         collection, start, stop = self._unit_span(doc_id)
         return collection.units[start:stop], collection.unit_embeddings[start:stop]
 
+    def chunks_of(self, doc_id: str) -> tuple[Sequence[Chunk], np.ndarray]:
+        """A document's chunks in reading order, and their embeddings."""
+        collection, start, stop = self._chunk_span(doc_id)
+        return collection.chunks[start:stop], collection.embeddings[start:stop]
+
+    def chunk_bm25(self, doc_id: str, terms: Sequence[str]) -> np.ndarray:
+        """BM25 scores of a document's chunks (in :meth:`chunks_of` order) for analysed terms."""
+        collection, start, stop = self._chunk_span(doc_id)
+        return collection.bm25_scores([(t, 1.0) for t in terms])[start:stop]
+
+    def _chunk_span(self, doc_id: str) -> tuple[CollectionIndex, int, int]:
+        for collection in self.collections.values():
+            if doc_id in collection.doc_chunks:
+                start, stop = collection.doc_chunks[doc_id]
+                return collection, start, stop
+        raise NotFoundError(f"no document with id {doc_id!r} in index version {self.version_id}")
+
     def unit_bm25(self, doc_id: str, terms: Sequence[str]) -> np.ndarray:
         """BM25 scores of a document's units (in :meth:`units_of` order) for analysed terms."""
         collection, start, stop = self._unit_span(doc_id)

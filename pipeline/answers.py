@@ -67,6 +67,31 @@ class Quote:
     context: str = ""
     link: str = ""
 
+    def readable(self) -> str:
+        """The quote for people: a table row's figures each beside its column label, else the text.
+
+        ``Total net sales — Three Months Ended July 1, 2023: 81,797; … June 25, 2022: 82,959``:
+        the cells are the document's own, only arranged; a row whose cells do not line up with
+        the labels is shown as it stands.
+        """
+        if not self.text.lstrip().startswith("|"):
+            return self.text
+        row = [c.strip() for line in self.text.split("\n") for c in line.strip().strip("|").split("|")]
+        row = [c for c in row if c]
+        header = next((ln for ln in reversed(self.context.split("\n")) if ln.lstrip().startswith("|")), "")
+        labels = [c.strip() for c in header.strip().strip("|").split("|")][1:] if header else []
+        values = row[1:]
+        if not labels or len(labels) != len(values):
+            return " | ".join(row)
+        pairs = "; ".join(f"{label}: {value}" if label else value for label, value in zip(labels, values))
+        return f"{row[0]} — {pairs}"
+
+    def caption(self) -> str:
+        """What a row's figures are in, and its group ("(In millions) · Net sales:")."""
+        return " · ".join(
+            ln.strip() for ln in self.context.split("\n") if ln.strip() and not ln.lstrip().startswith("|")
+        )
+
 
 @dataclass(slots=True)
 class AgentAnswer:

@@ -37,12 +37,14 @@ _LATEST = re.compile(
     re.IGNORECASE,
 )
 _PERIODS_WORD = r"(?:quarters|periods|years|months|releases|versions|editions|updates|reports|filings|issues)"
+# Plural names of periodic documents, including form codes such as "10-Qs".
+_DOCUMENT_WORDS = r"(?:documents|statements|manuals|guides|notes|bulletins|newsletters|minutes|\d[\w-]*s)"
 _SPREAD = re.compile(
     r"\bover\s+time\b|\btrends?\b|\bfluctuat\w*|\bevolv\w*|\bhistor(?:y|ical)\b"
     rf"|\b(?:across|throughout|over|during|in|between|for)\s+(?:all\s+)?(?:the\s+|these\s+|those\s+)?"
     rf"(?:reported\s+|past\s+|previous\s+|prior\s+|recent\s+|last\s+|several\s+|multiple\s+|successive\s+)?"
     rf"(?:quarterly\s+|annual\s+|monthly\s+)?{_PERIODS_WORD}\b"
-    r"|\b(?:these|those)\s+(?:quarterly\s+|annual\s+|monthly\s+)?[\w-]+s\b"
+    rf"|\b(?:these|those)\s+(?:quarterly\s+|annual\s+|monthly\s+)?(?:{_PERIODS_WORD}|{_DOCUMENT_WORDS})\b"
     rf"|\b(?:past|previous|prior|earlier|preceding)\s+(?:quarterly\s+|annual\s+)?{_PERIODS_WORD}\b"
     r"|\b(?:quarter|year|month|release|version)[\s-]+(?:over|on|to)[\s-]+(?:quarter|year|month|release|version)\b"
     r"|\bhow\s+(?:has|have|did)\b[^?]*\b(?:changed?|shifted?|grown|grew|declined?|developed)\b",

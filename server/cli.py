@@ -117,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     info = index.add_parser("info", help="the live version: models, documents, pages, chunks")
     info.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     info.add_argument("--json", action="store_true")
+    info.add_argument(
+        "--documents",
+        action="store_true",
+        help="also list each document: title, organisation, period, version",
+    )
     evaluate = commands.add_parser("eval", help="measure quality").add_subparsers(
         dest="eval_command", required=True
     )
@@ -454,7 +459,7 @@ async def _index_info(args: argparse.Namespace, settings: Settings) -> int:
     from server.service import DocfinderService
 
     async with DocfinderService(settings) as service:
-        info = await service.index_info()
+        info = await service.index_info(documents=args.documents)
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
     else:

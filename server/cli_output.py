@@ -82,10 +82,25 @@ def print_index_info(console: Console, info: dict[str, Any]) -> None:
         f"embedder {info['embedder']['name']} ({info['embedder']['dimensions']} dims)"
     )
     console.print(f"{info['documents']} documents, {info['pages']} pages, {info['chunks']} chunks")
-    table = Table("collection", "documents", "chunks")
+    table = Table("collection", "documents", "chunks", "evidence units")
     for name, counts in info["collections"].items():
-        table.add_row(name, str(counts["documents"]), str(counts["chunks"]))
+        table.add_row(
+            name, str(counts["documents"]), str(counts["chunks"]), str(counts.get("evidence_units", 0))
+        )
     console.print(table)
+    if "document_list" in info:
+        listing = Table("title", "organisation", "period", "version", "pages", "units", "collection")
+        for d in info["document_list"]:
+            listing.add_row(
+                escape(d["title"]),
+                escape(d["organisation"]),
+                d["period"],
+                d["version"],
+                str(d["pages"]),
+                str(d["evidence_units"]),
+                d["collection"],
+            )
+        console.print(listing)
 
 
 def print_trace(console: Console, trace: list[dict[str, Any]]) -> None:
@@ -136,21 +151,30 @@ def print_context(console: Console, context: Context) -> None:
 def print_context_report(console: Console, report: dict[str, Any]) -> None:
     """Context-selection recall per strategy and budget."""
     console.print(f"[bold]{escape(report['dataset'])}[/] {report['questions']} questions")
-    table = Table("strategy", "budget", "gold-doc recall", "answer-figure recall")
+    table = Table("question type", "strategy", "budget", "gold-doc recall", "answer-figure recall", "tokens")
     for run in report["runs"]:
         table.add_row(
+            run["question_type"],
             run["strategy"],
             str(run["budget"]),
             f"{run['gold_doc_recall']:.3f}",
             f"{run['answer_figure_recall']:.3f}",
+            f"{run['mean_tokens']:.0f}",
         )
     console.print(table)
 
 
 def print_answer(console: Console, result: AskResult, trace: bool = False) -> None:
-    """The answer, then its numbered sources with title, heading, pages and location."""
+    """The answer, the evidence it rests on (quoted), then its numbered sources with title, heading, pages."""
     agent = result.agent
-    console.print(agent.answer + "\n")
+    console.print(escape(agent.answer) + "\n")
+    if agent.evidence:
+        console.print("[bold]Evidence[/]")
+        for quote in agent.evidence:
+            console.print(f"  [cyan][{quote.n}][/] “{escape(quote.readable())}”")
+            if quote.caption():
+                console.print(f"      [dim]{escape(quote.caption())}[/]")
+        console.print()
     if agent.citations:
         console.print("[bold]Sources[/]")
         for citation in agent.citations:

@@ -1,8 +1,11 @@
 """`docfinder eval context`: how much of each gold answer reaches the LLM's context, per strategy.
 
-For every question of a question CSV (columns ``Question``, ``Source Docs``, ``Answer``, as in
-the SEC 10-Q set), the hybrid retrieval takes ``context_candidates`` passages, and each
-context strategy selects from them under each token budget. Two pre-LLM measures:
+For every question of a question CSV (columns ``Question``, ``Source Docs``, ``Answer``, and
+optionally ``Question Type``, as in the SEC 10-Q set), the hybrid retrieval takes
+``context_candidates`` passages (searching only the documents the question names, as the
+service does), and each context strategy selects from them under each token budget; the
+``evidence`` strategy deepens into the needed documents first. Two pre-LLM measures, over
+all questions and per question type:
 
 - gold-document recall: the share of questions with a passage of a gold document (the
   ``Source Docs`` file-name glob) in the selected context;
@@ -32,7 +35,9 @@ from server.factories import context_config
 from server.service import DocfinderService, run_ingest
 from server.settings import Settings
 
-BUDGETS = (2000, 4000)
+BUDGETS = (1000, 2000, 4000)
+ALL_TYPES = "all"
+
 
 @dataclass(frozen=True, slots=True)
 class Question:
@@ -41,6 +46,7 @@ class Question:
     text: str
     gold_docs: str
     answer: str
+    kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,7 @@ STRATEGIES = (
     Strategy("mmr-0.5", {"selection": "mmr", "order": "score", "mmr_alpha": 0.5}),
     Strategy("fps-0.5", {"selection": "fps", "order": "score", "fps_weight": 0.5}),
     Strategy("sentences+cluster", {"selection": "sentences", "order": "cluster"}),
+    Strategy("evidence", {"selection": "evidence", "order": "document"}),
 )
 
 
@@ -69,7 +76,7 @@ def load_questions(path: Path) -> list[Question]:
     missing = {"Question", "Source Docs", "Answer"} - set(rows[0] if rows else {})
     if missing:
         raise ConfigurationError(f"{path} lacks the column(s) {', '.join(sorted(missing))}")
-    return [Question(r["Question"], r["Source Docs"], r["Answer"]) for r in rows]
+    return [Question(r["Question"], r["Source Docs"], r["Answer"], r.get("Question Type", "")) for r in rows]
 
 
 def evaluate_context(
@@ -103,7 +110,7 @@ def evaluate_context(
 async def _run(
     settings: Settings, questions: list[Question], budgets: Sequence[int], strategies: Sequence[Strategy]
 ) -> list[dict[str, Any]]:
-    totals: dict[tuple[str, int], dict[str, float]] = {}
+    totals: dict[tuple[str, int, str], dict[str, float]] = {}
     base = context_config(settings)
     async with DocfinderService(settings) as service:
         for question in questions:
@@ -116,20 +123,29 @@ async def _run(
                     context = await service.assemble_context(result, config)
                     sources = {Path(p.chunk.source).name for p in context.pieces}
                     found = all_numbers(context.text)
-                    total = totals.setdefault(
-                        (strategy.name, budget), {"docs": 0.0, "figures": 0.0, "scored": 0}
-                    )
-                    total["docs"] += any(fnmatch.fnmatch(name, question.gold_docs) for name in sources)
-                    if gold:
-                        total["figures"] += len(gold & found) / len(gold)
-                        total["scored"] += 1
+                    for kind in {ALL_TYPES, question.kind or ALL_TYPES}:
+                        total = totals.setdefault(
+                            (strategy.name, budget, kind),
+                            {"questions": 0, "docs": 0.0, "figures": 0.0, "scored": 0, "tokens": 0},
+                        )
+                        total["questions"] += 1
+                        total["tokens"] += context.tokens
+                        total["docs"] += any(fnmatch.fnmatch(name, question.gold_docs) for name in sources)
+                        if gold:
+                            total["figures"] += len(gold & found) / len(gold)
+                            total["scored"] += 1
     return [
         {
             "strategy": name,
             "budget": budget,
-            "gold_doc_recall": round(total["docs"] / len(questions), 4),
+            "question_type": kind,
+            "questions": int(total["questions"]),
+            "gold_doc_recall": round(total["docs"] / total["questions"], 4),
             "answer_figure_recall": round(total["figures"] / max(total["scored"], 1), 4),
             "questions_with_figures": int(total["scored"]),
+            "mean_tokens": round(total["tokens"] / total["questions"], 1),
         }
-        for (name, budget), total in totals.items()
+        for (name, budget, kind), total in sorted(
+            totals.items(), key=lambda item: (item[0][2] != ALL_TYPES, item[0])
+        )
     ]

@@ -64,6 +64,7 @@ def evidence_config(settings: Settings) -> EvidenceConfig:
         dense_weight=settings.evidence_dense_weight,
         chunk_weight=settings.evidence_chunk_weight,
         hop_weight=settings.evidence_hop_weight,
+        label_weight=settings.evidence_label_weight,
     )
 
 

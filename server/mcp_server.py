@@ -41,6 +41,17 @@ class CitationOut(BaseModel):
     passage_id: str = Field(description="Pass to get_passage for the full passage.")
 
 
+class EvidenceOut(BaseModel):
+    n: int = Field(description="The citation number of the passage the quote comes from.")
+    text: str = Field(description="The document's own words: a sentence, or a table row (Markdown).")
+    context: str = Field(description="A table row's caption, column labels and group; empty for sentences.")
+    source: str
+    link: str = Field(description="A link that opens the document at the quote's page.")
+    pages: list[int]
+    heading_path: list[str]
+    passage_id: str
+
+
 class AnswerOut(BaseModel):
     answer_id: str = Field(description="Pass to submit_feedback to judge this answer.")
     conversation_id: str = Field(description="Pass back as conversation_id to ask a follow-up question.")
@@ -49,6 +60,7 @@ class AnswerOut(BaseModel):
     outcome: Literal["answered", "no_documents", "unverified", "llm_unavailable"]
     domain: str | None
     citations: list[CitationOut]
+    evidence: list[EvidenceOut] = Field(description="The 1–5 quotes the answer rests on, verbatim.")
     verdicts: dict[str, str | None] = Field(description="The grounded ('supported') and 'useful' checks.")
 
 

@@ -22,6 +22,19 @@ _CITATION = {
         "link": {"type": "string", "description": "opens the document at the cited page"},
     },
 }
+_EVIDENCE = {
+    "type": "object",
+    "properties": {
+        "n": {"type": "integer", "description": "the citation number of the passage the quote is from"},
+        "text": {"type": "string", "description": "the document's own words: a sentence or a table row"},
+        "context": {"type": "string", "description": "a row's table caption, column labels and group"},
+        "source": {"type": "string"},
+        "pages": {"type": "array", "items": {"type": "integer"}},
+        "heading_path": {"type": "array", "items": {"type": "string"}},
+        "passage_id": {"type": "string"},
+        "link": {"type": "string", "description": "opens the document at the quote's page"},
+    },
+}
 _ANSWER = {
     "type": "object",
     "properties": {
@@ -32,6 +45,11 @@ _ANSWER = {
         "outcome": {"type": "string", "enum": ["answered", "no_documents", "unverified", "llm_unavailable"]},
         "domain": {"type": ["string", "null"]},
         "citations": {"type": "array", "items": _CITATION},
+        "evidence": {
+            "type": "array",
+            "items": _EVIDENCE,
+            "description": "the 1–5 quotes the answer rests on, verbatim from the documents",
+        },
         "verdicts": {"type": "object", "properties": {"supported": {}, "useful": {}}},
         "trace": {"type": "array", "items": {"type": "object"}, "description": "every agent step, in order"},
         "index_version": {

@@ -59,6 +59,10 @@ def answer_to_json(result: AskResult, trace: bool = True) -> dict[str, Any]:
             {**asdict(c), "pages": list(c.pages), "heading_path": list(c.heading_path)}
             for c in agent.citations
         ],
+        "evidence": [
+            {**asdict(q), "pages": list(q.pages), "heading_path": list(q.heading_path)}
+            for q in agent.evidence
+        ],
         "verdicts": agent.verdicts,
         "index_version": result.index_version,
         "request_id": result.request_id,

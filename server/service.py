@@ -306,7 +306,7 @@ class DocfinderService:
         details: dict[str, Any] = {"scope": result.scope.trace()}
         if result.context is not None:
             selected = next((e for e in result.context.trace if e.get("step") == "select_context"), {})
-            details.update(strategy=selected.get("strategy"), tokens=result.context.tokens)
+            details.update(strategy=selected.get("strategy"), context_tokens=result.context.tokens)
         return Retrieved([replace(p, period=periods.get(p.chunk.doc_id, "")) for p in passages], details)
 
     async def search(
@@ -381,11 +381,15 @@ class DocfinderService:
 
     def _assemble(self, snapshot: IndexSnapshot, result: SearchResult, context: ContextConfig) -> Context:
         queries = result.queries or (result.query,)
-        vectors = [self.embedder.embed_query(q) for q in queries]
         evidence = None
         if context.selection == "evidence":
             evidence = find_evidence(
-                snapshot, vectors, queries, result.hits, result.scope, evidence_config(self.settings)
+                snapshot,
+                self.embedder.embed_query,
+                queries,
+                result.hits,
+                result.scope,
+                evidence_config(self.settings),
             )
         return build_context(
             result.hits,
@@ -393,7 +397,7 @@ class DocfinderService:
             tokenizer=self.embedder.tokenizer,
             chunk_vector=snapshot.embedding,
             embed_texts=self.embedder.embed,
-            query_vector=vectors[0],
+            query_vector=self.embedder.embed_query(queries[0]),
             evidence=evidence,
         )
 
@@ -437,10 +441,28 @@ class DocfinderService:
             for name, collection in sorted(snapshot.collections.items())
         ]
 
-    async def index_info(self) -> dict[str, Any]:
-        """The live version's manifest summary: version, models, counts."""
+    async def index_info(self, documents: bool = False) -> dict[str, Any]:
+        """The live version's manifest summary: version, models, counts (and each document's metadata)."""
         snapshot = await asyncio.to_thread(self._current_snapshot)
         manifest = snapshot.manifest
+        listing = {
+            "document_list": [
+                {
+                    "doc_id": r.doc_id,
+                    "collection": r.collection,
+                    "title": r.title,
+                    "organisation": r.organisation,
+                    "names": list(r.names),
+                    "period": r.period,
+                    "version": r.version,
+                    "pages": r.pages,
+                    "chunks": r.chunks,
+                    "evidence_units": r.units,
+                    "path": r.path,
+                }
+                for r in snapshot.files
+            ]
+        }
         return {
             "index_dir": str(self.settings.index_dir),
             "version": snapshot.version_id,
@@ -450,6 +472,7 @@ class DocfinderService:
             "chunking": manifest["chunking"],
             "bm25": manifest["bm25"],
             **manifest["counts"],
+            **(listing if documents else {}),
         }
 
 

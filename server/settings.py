@@ -211,16 +211,19 @@ class Settings(BaseSettings):
         8, ge=1, le=100, description="Most documents searched for evidence when the question names several."
     )
     evidence_candidates: int = Field(
-        40, ge=1, le=1000, description="Evidence units kept per document before selection."
+        400, ge=1, le=10_000, description="Evidence units kept per document before selection."
     )
     evidence_dense_weight: float = Field(
-        0.5, ge=0, le=1, description="Weight of dense similarity against BM25 in a unit's score."
+        0.7, ge=0, le=1, description="Weight of dense similarity against BM25 in a unit's score."
     )
     evidence_chunk_weight: float = Field(
-        0.2, ge=0, le=1, description="Share of a unit's score taken from its chunk's retrieval score."
+        0.5, ge=0, le=1, description="Share of a unit's score taken from its chunk's score in the document."
     )
     evidence_hop_weight: float = Field(
-        0.2, ge=0, le=1, description="Weight of the second, dense hop from a document's best unit."
+        0.0, ge=0, le=1, description="Weight of a second, dense hop from a document's best unit (0: off)."
+    )
+    evidence_label_weight: float = Field(
+        0.3, ge=0, le=1, description="Bonus of a table row whose label the question names."
     )
     domains: dict[str, DomainSettings] = Field(
         default_factory=lambda: dict(DEFAULT_DOMAINS),

@@ -8,6 +8,7 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
+from pipeline.context import Retrieved, whole_passages
 from pipeline.types import Chunk, SearchHit
 from programs.agent import LLM_UNAVAILABLE, NO_DOCUMENTS, UNVERIFIED, AgentLimits, AnswerAgent
 
@@ -29,7 +30,7 @@ class ScriptedRetriever:
 
     async def __call__(self, queries, domain, mode):
         self.calls.append((list(queries), domain, mode))
-        return self.responses.pop(0) if self.responses else []
+        return Retrieved(whole_passages(self.responses.pop(0) if self.responses else []))
 
 
 HITS = [SearchHit(chunk(1, "The cryostat is warmed up every six months."), 0.9)]
@@ -254,10 +255,10 @@ def _reset_dspy():
 def test_an_answer_without_citation_markers_still_lists_its_sources():
     from programs.agent import citations_for
 
-    chunks = [chunk(1, "a"), chunk(2, "b")]
-    assert [c.n for c in citations_for(chunks, "Twice a year [2].")] == [2]
-    assert [c.n for c in citations_for(chunks, "Twice a year.")] == [1, 2]
-    assert [c.n for c in citations_for(chunks, "See [9].")] == [1, 2]
+    passages = whole_passages([SearchHit(chunk(1, "a"), 1.0), SearchHit(chunk(2, "b"), 0.5)])
+    assert [c.n for c in citations_for(passages, "Twice a year [2].")] == [2]
+    assert [c.n for c in citations_for(passages, "Twice a year.")] == [1, 2]
+    assert [c.n for c in citations_for(passages, "See [9].")] == [1, 2]
 
 
 def test_an_unreadable_llm_reply_gives_a_sources_only_answer():

@@ -56,9 +56,11 @@ def test_eval_context_reports_every_strategy_and_budget(tmp_path, capsys):
     )
     report = json.loads(capsys.readouterr().out)
     assert report["questions"] == 2 and report["index"]["documents"] == 2
-    runs = {(r["strategy"], r["budget"]): r for r in report["runs"]}
-    strategies = ["topk", "mmr-0.7", "mmr-0.5", "fps-0.5", "sentences+cluster"]
+    runs = {(r["strategy"], r["budget"]): r for r in report["runs"] if r["question_type"] == "all"}
+    strategies = ["topk", "mmr-0.7", "mmr-0.5", "fps-0.5", "sentences+cluster", "evidence"]
     assert set(runs) == {(s, b) for s in strategies for b in (64, 400)}
+    by_type = {r["question_type"] for r in report["runs"]}
+    assert by_type == {"all", "Single-Doc"}, "rows per question type besides the overall ones"
     for strategy in strategies:  # with room for everything, every strategy finds every gold figure
         assert runs[(strategy, 400)]["gold_doc_recall"] == 1.0
         assert runs[(strategy, 400)]["answer_figure_recall"] == 1.0

@@ -10,7 +10,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from dspy.utils import DummyLM
 
 from index_build.builder import ingest
-from server.http_api import create_app
+from server.http_api import SERVICE, create_app
 from server.service import DocfinderService
 from server.settings import load_settings
 from tests.samples import write_sample_corpus
@@ -43,6 +43,10 @@ async def test_ask_returns_the_answer_with_citations(client):
     assert body["answer"] == "Proposals are due on 15 April [1]." and body["outcome"] == "answered"
     assert body["citations"][0]["heading_path"][-1] == "Proposal preparation"
     assert {"answer_id", "conversation_id", "verdicts", "trace"} <= set(body)
+    [quote] = [q for q in body["evidence"] if "15 April" in q["text"]]
+    assert {"n", "text", "source", "pages", "heading_path", "passage_id"} <= set(quote) and quote["n"] == 1
+    passage = await client.server.app[SERVICE].passage(quote["passage_id"])
+    assert quote["text"] in passage.text, "quoted verbatim from the cited passage"
 
 
 async def test_stream_sends_status_events_before_the_answer(client):

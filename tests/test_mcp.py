@@ -102,6 +102,7 @@ async def test_ask_matches_the_cli_and_reports_each_step_as_progress(service, se
     from_cli = json.loads(capsys.readouterr().out)
     assert from_cli["answer"] == answer["answer"]
     assert from_cli["citations"] == answer["citations"]
+    assert from_cli["evidence"] == answer["evidence"] and answer["evidence"][0]["n"] == 1
     first = answer["citations"][0]
     assert first["link"].startswith("file://") and first["heading_path"] and first["passage_id"]
 

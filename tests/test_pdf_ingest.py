@@ -43,7 +43,8 @@ def test_all_sec_filings_are_indexed_and_the_apple_income_statement_is_found(tmp
     info = json.loads(capsys.readouterr().out)
     assert info["documents"] == 20 and info["pages"] == 1037 and info["chunks"] > 3000
 
-    query = "total net sales three months ended July 1, 2023"
+    # Naming the company scopes the search to its filings (document-aware queries).
+    query = "Apple total net sales three months ended July 1, 2023"
     assert main(["search", query, "--index", index, "--k", "5", "--mode", "hybrid", "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)["hits"]
     assert any("81,797" in h["text"] and Path(h["source"]).name == "2023 Q3 AAPL.pdf" for h in hits)

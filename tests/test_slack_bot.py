@@ -109,7 +109,9 @@ async def test_a_mention_gets_a_placeholder_progress_then_the_answer_in_its_thre
     blocks = updates[-1]["blocks"]
     blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
     assert blocks[0]["type"] == "section" and "[1]" in blocks[0]["text"]["text"]
-    sources = blocks[1]["elements"][0]["text"]
+    evidence = blocks[1]["text"]["text"]
+    assert evidence.startswith("> [1] ") and "15 April" in evidence, "the quoted evidence, verbatim"
+    sources = blocks[2]["elements"][0]["text"]
     assert sources.startswith("[1] <file://") and "Proposal preparation" in sources
 
     # A follow-up in the same thread continues the conversation (the condense step sees it).

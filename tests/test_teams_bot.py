@@ -74,8 +74,11 @@ async def test_a_mention_gets_typing_then_an_adaptive_card_with_sources(teams):
     card = reply["attachments"][0]
     assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
     texts = [block["text"] for block in card["content"]["body"]]
-    assert "[1]" in texts[0] and texts[1] == "Sources"
-    assert texts[2].startswith("[1] [") and "(file://" in texts[2] and "Proposal preparation" in texts[2]
+    assert "[1]" in texts[0] and texts[1] == "Evidence"
+    assert texts[2].startswith("[1] “") and "15 April" in texts[2], "the quoted evidence, verbatim"
+    sources = texts.index("Sources")
+    source = texts[sources + 1]
+    assert source.startswith("[1] [") and "(file://" in source and "Proposal preparation" in source
     assert reply["text"] == texts[0]
 
     # The reply chain is the conversation: a follow-up there reaches the condense step.

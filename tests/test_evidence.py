@@ -1,0 +1,231 @@
+"""Evidence units (table rows with their headers, sentences), in-document deepening, coverage-aware
+selection and quoted evidence, on small hand-made documents."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from index_build.chunking import ChunkingOptions, chunk_pieces
+from index_build.document import Block, ParsedDocument
+from index_build.evidence import analyse_table, document_units
+from pipeline.context import ContextConfig, ContextPiece, Passage, build_context
+from pipeline.documents import DocumentScope
+from pipeline.evidence import EvidenceSearch, ScoredUnit, find_evidence, select_evidence
+from pipeline.text import analyze
+from pipeline.types import Chunk, EvidenceUnit, SearchHit
+from programs.agent import quotes_for
+from tests.fakes import WhitespaceTokenizer
+
+INCOME = """| Three Months Ended | Nine Months Ended |
+| --- | --- | --- | --- | --- |
+| July 1, | June 25, | July 1, | June 25, |
+| 2023 | 2022 | 2023 | 2022 |
+| Net sales: |
+| Products | $60,584 | $63,355 | $230,901 | $245,241 |
+| Services | 21,213 | 19,604 | 62,886 | 58,941 |
+| Total net sales | 81,797 | 82,959 | 293,787 | 304,182 |
+| Cost of sales: |
+| Products | 39,136 | 41,485 | 146,696 | 155,084 |"""
+
+
+def test_a_table_row_carries_its_column_headers_group_and_caption():
+    table = analyse_table(INCOME, caption="(In millions)")
+    header_row = table.header.split("\n")[-1]
+    assert table.header.startswith("(In millions)")
+    assert "| Three Months Ended July 1, 2023 | Three Months Ended June 25, 2022 |" in header_row
+    assert "Nine Months Ended June 25, 2022" in header_row
+    total = table.rows["| Total net sales | 81,797 | 82,959 | 293,787 | 304,182 |"]
+    assert total.group == "Net sales:" and total.label == "Total net sales"
+    cost = table.rows["| Products | 39,136 | 41,485 | 146,696 | 155,084 |"]
+    assert cost.group == "Cost of sales:", "the same label under another group keeps its own group"
+
+
+def test_a_header_cell_naming_the_period_spreads_over_the_value_columns():
+    table = analyse_table(
+        "| Three Months Ended September 30, | 2023 | 2022 |\n| --- | --- | --- |\n"
+        "| Revenue | 56,517 | 50,122 |"
+    )
+    assert (
+        table.header == "|  | Three Months Ended September 30, 2023 | Three Months Ended September 30, 2022 |"
+    )
+
+
+def test_a_table_without_figures_takes_its_markdown_header():
+    table = analyse_table("| Setting | Default |\n| --- | --- |\n| index_dir | .docfinder/index |")
+    assert table.header == "| Setting | Default |" and "| index_dir | .docfinder/index |" in table.rows
+
+
+def _report(title: str, revenue: str) -> ParsedDocument:
+    return ParsedDocument(
+        title,
+        (
+            Block("heading", "Statements of Operations", 1, 1),
+            Block("text", "(In millions)", 1),
+            Block("table", INCOME.replace("81,797", revenue), 1),
+            Block("heading", "Discussion", 2, 1),
+            Block(
+                "text",
+                f"Total net sales were {revenue} million. Services grew. The quarter was strong overall.",
+                2,
+            ),
+        ),
+        page_count=2,
+    )
+
+
+def _units(document: ParsedDocument, doc_id: str) -> tuple[list[Chunk], list[EvidenceUnit]]:
+    chunked = chunk_pieces(
+        document,
+        doc_id=doc_id,
+        collection="reports",
+        source=f"/docs/{doc_id}.pdf",
+        tokenizer=WhitespaceTokenizer(),
+        options=ChunkingOptions(max_tokens=200, overlap_tokens=5, min_body_tokens=10),
+    )
+    return [c for c, _ in chunked], document_units(document, chunked)
+
+
+def test_units_are_verbatim_substrings_of_their_chunks_with_their_own_page():
+    chunks, units = _units(_report("2023 Q3 report", "81,797"), "q3")
+    by_id = {c.chunk_id: c for c in chunks}
+    assert all(u.text in by_id[u.chunk_id].text for u in units)
+    rows = [u for u in units if u.kind == "row"]
+    assert len(rows) == 4 and all("Three Months Ended July 1, 2023" in u.table_header for u in rows)
+    assert all(u.page == 1 for u in rows)
+    sentences = [u for u in units if u.kind == "sentence"]
+    assert [s.text for s in sentences] == [
+        "Total net sales were 81,797 million.",
+        "The quarter was strong overall.",
+    ]
+    assert all(s.page == 2 for s in sentences), "'Services grew.' has too few words to be evidence"
+
+
+class FakeEvidenceIndex:
+    """Units of several documents with bag-of-words vectors and term-overlap BM25 stand-ins."""
+
+    def __init__(self, documents: dict[str, ParsedDocument]) -> None:
+        self.chunks: dict[str, Chunk] = {}
+        self.units: dict[str, list[EvidenceUnit]] = {}
+        for doc_id, document in documents.items():
+            chunks, units = _units(document, doc_id)
+            self.chunks.update({c.chunk_id: c for c in chunks})
+            self.units[doc_id] = units
+
+    @staticmethod
+    def vector(text: str) -> np.ndarray:
+        v = np.zeros(64, dtype=np.float32)
+        for word in re.findall(r"[a-z]+", text.lower()):
+            v[hash(word) % 64] += 1.0
+        return v / (np.linalg.norm(v) or 1.0)
+
+    def units_of(self, doc_id):
+        units = self.units[doc_id]
+        return units, np.vstack([self.vector(u.row_group + " " + u.text) for u in units])
+
+    def unit_bm25(self, doc_id, terms):
+        return np.array(
+            [len(set(terms) & set(analyze(u.row_group + " " + u.text))) for u in self.units[doc_id]],
+            dtype=np.float32,
+        )
+
+    def chunk(self, chunk_id):
+        return self.chunks[chunk_id]
+
+    def chunks_of(self, doc_id):
+        chunks = [c for c in self.chunks.values() if c.doc_id == doc_id]
+        return chunks, np.vstack([self.vector(c.text) for c in chunks])
+
+    def chunk_bm25(self, doc_id, terms):
+        chunks = [c for c in self.chunks.values() if c.doc_id == doc_id]
+        return np.array([len(set(terms) & set(analyze(c.text))) for c in chunks], dtype=np.float32)
+
+
+def _index() -> FakeEvidenceIndex:
+    return FakeEvidenceIndex(
+        {
+            "q1": _report("2023 Q1 report", "94,836"),
+            "q2": _report("2023 Q2 report", "82,000"),
+            "q3": _report("2023 Q3 report", "81,797"),
+        }
+    )
+
+
+def test_over_time_draws_one_unit_from_each_periods_document_before_any_second():
+    index = _index()
+    question = "How have total net sales changed over time?"
+    scope = DocumentScope(documents=("q3", "q2", "q1"), spread=True, recency="all")
+    search = find_evidence(index, index.vector, [question], [], scope)
+    assert search.documents == ["q3", "q2", "q1"]
+    tokenizer = WhitespaceTokenizer()
+    best = search.units[0].unit
+    one_each = 3 * sum(tokenizer.count(t) + 1 for t in (best.text, best.table_header, best.row_group))
+    chosen = select_evidence(search, budget=one_each + 5, tokenizer=tokenizer)
+    assert [c.unit.doc_id for c in chosen[:3]] == ["q3", "q2", "q1"], "each period's document first"
+    assert all(c.unit.text.startswith("| Total net sales |") for c in chosen[:3])
+
+
+def test_without_a_spread_the_budget_goes_by_score():
+    strong = [ScoredUnit(_unit("a", i), _chunk("a"), 1.0 - i / 100, 0) for i in range(5)]
+    weak = [ScoredUnit(_unit("b", 0), _chunk("b"), 0.1, 1)]
+    chosen = select_evidence(
+        EvidenceSearch(strong + weak, ["a", "b"]), budget=4 * 6, tokenizer=WhitespaceTokenizer()
+    )
+    assert chosen[0].unit.doc_id == "a" and "b" in [c.unit.doc_id for c in chosen]
+    assert len(chosen) == 4, (
+        "coverage first: b's only unit takes the last place a fifth unit of a would have had"
+    )
+
+
+def _unit(doc: str, i: int) -> EvidenceUnit:
+    return EvidenceUnit(
+        f"{doc}-0000/{i:03d}", f"{doc}-0000", doc, "sentence", f"Sentence {i} of {doc} here.", 1
+    )
+
+
+def _chunk(doc: str) -> Chunk:
+    return Chunk(f"{doc}-0000", doc, "c", f"/{doc}.md", doc, (), (1, 1), "text", "h")
+
+
+def test_the_evidence_strategy_renders_each_table_header_once_per_passage():
+    index = _index()
+    question = "total net sales"
+    scope = DocumentScope(documents=("q3",))
+    search = find_evidence(index, index.vector, [question], [], scope)
+    context = build_context(
+        [],
+        ContextConfig(selection="evidence", order="document", budget_tokens=400),
+        tokenizer=WhitespaceTokenizer(),
+        chunk_vector=lambda c: np.zeros(64),
+        embed_texts=lambda texts: np.zeros((len(texts), 64)),
+        query_vector=index.vector(question),
+        evidence=search,
+    )
+    text = context.text
+    assert text.count("Three Months Ended July 1, 2023") == 1
+    assert "| Total net sales | 81,797 |" in text and "Net sales:" in text
+    assert context.trace[-2]["strategy"] == "evidence"
+
+
+def test_a_quoted_figure_is_byte_identical_to_the_document_text():
+    chunks, units = _units(_report("2023 Q3 report", "81,797"), "q3")
+    by_chunk: dict[str, list[ContextPiece]] = {}
+    for u in units:
+        chunk = next(c for c in chunks if c.chunk_id == u.chunk_id)
+        by_chunk.setdefault(u.chunk_id, []).append(ContextPiece(chunk, u.text, 0.5, 0, u))
+    passages = [Passage(pieces[0].chunk, tuple(pieces)) for pieces in by_chunk.values()]
+    quotes = quotes_for(passages, "Total net sales were $81.8 billion, or 81,797 million [1].")
+    assert quotes, "the figure the answer states is quoted"
+    first = quotes[0]
+    assert "81,797" in first.text and first.text in chunks[0].text
+    assert "Three Months Ended July 1, 2023" in first.context and first.pages == (1, 1)
+    unverified = quotes_for(passages, None)
+    assert 1 <= len(unverified) <= 3 and all(any(q.text in c.text for c in chunks) for q in unverified)
+
+
+def test_hits_outside_the_needed_documents_do_not_add_documents():
+    index = _index()
+    hits = [SearchHit(index.chunks["q1-0000"], 0.9), SearchHit(index.chunks["q2-0000"], 0.5)]
+    search = find_evidence(index, index.vector, ["sales"], hits, DocumentScope())
+    assert search.documents == ["q1", "q2"] and not search.spread
