@@ -204,7 +204,7 @@ def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOption
 
 
 def chunking_manifest(options: IngestOptions) -> dict[str, object]:
-    """What the manifest records of chunking and evidence extraction; chunks are reusable only if it matches."""
+    """What the manifest records of chunking and evidence extraction; reuse needs an exact match."""
     return {**asdict(options.chunking), "evidence_version": EVIDENCE_VERSION}
 
 
