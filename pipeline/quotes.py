@@ -39,6 +39,11 @@ class QuoteCandidate:
     position: int
 
 
+def _words(text: str) -> set[str]:
+    """Stemmed words without numbers: figures are matched on their own, and would only dilute the overlap."""
+    return {t for t in analyze(text) if not t[0].isdigit()}
+
+
 def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
     """Every quotable unit of ``passages`` (numbered from 1), in passage and reading order."""
     candidates = []
@@ -76,12 +81,12 @@ def choose_quotes(
         return sorted(best, key=lambda c: c.position)
     pool = [c for c in candidates if c.n in cited] or candidates
     answer_figures = figures(answer)
-    answer_terms = set(analyze(answer))
+    answer_terms = _words(answer)
     top_retrieval = max(c.score for c in pool) or 1.0
 
     def match(candidate: QuoteCandidate) -> tuple[float, int]:
         shared_figures = len(answer_figures & figures(candidate.text))
-        terms = set(analyze(candidate.text))
+        terms = _words(candidate.text)
         overlap = len(answer_terms & terms) / math.sqrt(len(terms)) if terms else 0.0
         value = FIGURE_WEIGHT * shared_figures + overlap + RETRIEVAL_WEIGHT * candidate.score / top_retrieval
         return value, shared_figures

@@ -195,7 +195,7 @@ class DocfinderService:
         snapshot = await asyncio.to_thread(self._current_snapshot)
         sparse_available = any(len(c.sparse.rows) for c in snapshot.collections.values())
 
-        agent_context = context_config(self.settings)
+        agent_context = context_config(self.settings, budget_tokens=self.settings.agent_context_tokens)
 
         async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:
             result = await self.search(

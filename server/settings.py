@@ -188,7 +188,15 @@ class Settings(BaseSettings):
         "document",
         description="How the selected context is ordered (document: by document, then reading order).",
     )
-    context_budget_tokens: int = Field(2000, ge=64, description="Token budget of the LLM's context (T_max).")
+    context_budget_tokens: int = Field(
+        2000, ge=64, description="Token budget of the context (T_max) for `search --context` and evaluation."
+    )
+    agent_context_tokens: int = Field(
+        1200,
+        ge=64,
+        description="Token budget (embedder tokens) of the evidence the answering LLM reads; the embedded "
+        "model's 4,096-token window and speed set the default.",
+    )
     context_candidates: int = Field(
         40, ge=1, description="Retrieved passages that context selection chooses from."
     )
