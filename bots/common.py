@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipeline.answers import AnsweringService, Feedback, Platform, ReactionMeaning
+from pipeline.answers import AnsweringService, Caller, Feedback, Platform, ReactionMeaning
 from pipeline.errors import DocfinderError, InvalidRequestError, NotFoundError, TransientError
 
 log = logging.getLogger(__name__)
@@ -68,8 +68,9 @@ class Access:
             return self.direct_messages
         return not self.places or any(p in self.places for p in place_ids if p)
 
-    def search_collections(self) -> list[str] | None:
-        return list(self.collections) or None
+    def caller(self, place: str) -> Caller:
+        """The bot, in one place (a channel, a chat), as a caller: it names its threads' conversations."""
+        return Caller(place, self.collections or None, names_conversations=True)
 
 
 async def reaction_added(

@@ -5,13 +5,17 @@ and the thread is the conversation (its history reaches the agent's condense ste
 a placeholder at once, edits it with the agent's progress, then replaces it with the answer
 in Block Kit with numbered source links. Reactions on an answer are feedback. Over HTTP every
 request must carry a valid Slack signature (Bolt checks it, with a five-minute replay
-window); socket mode needs no public URL.
+window; a request whose signing headers are malformed, or whose body is not UTF-8, gets 401
+before it reaches Bolt); socket mode needs no public URL. Slack delivers an event again when
+it saw no acknowledgement in time: a repeated event id is acknowledged and not answered twice.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +43,8 @@ log = logging.getLogger(__name__)
 PLATFORM = "slack"
 SECTION_LIMIT = 3000  # characters of one Block Kit text object
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{1,128}")
 _SKIN_TONE = re.compile(r"::skin-tone-\d$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
@@ -56,10 +62,41 @@ class SlackConfig:
     reactions: Mapping[str, ReactionMeaning] = field(default_factory=dict)
 
 
+class SeenEvents:
+    """Event ids delivered in the last ``window_s`` seconds (bounded), to drop Slack's retries."""
+
+    def __init__(self, window_s: float = 3600.0, limit: int = 50_000) -> None:
+        self.window_s = window_s
+        self.limit = limit
+        self._seen: OrderedDict[str, float] = OrderedDict()
+
+    def first_time(self, event_id: str) -> bool:
+        """True the first time ``event_id`` is seen within the window."""
+        now = time.monotonic()
+        while self._seen and (
+            now - next(iter(self._seen.values())) > self.window_s or len(self._seen) > self.limit
+        ):
+            self._seen.popitem(last=False)
+        if event_id in self._seen:
+            return False
+        self._seen[event_id] = now
+        return True
+
+
 def build_slack_app(service: AnsweringService, config: SlackConfig) -> AsyncApp:
     """The Bolt app with docfinder's listeners: mentions, direct messages, reactions."""
     client = AsyncWebClient(token=config.bot_token, base_url=config.api_url)
     app = AsyncApp(client=client, signing_secret=config.signing_secret, process_before_response=False)
+    seen = SeenEvents()
+
+    @app.middleware  # runs after Bolt's signature check: only genuine deliveries are remembered
+    async def skip_repeated_deliveries(body: dict[str, Any], context: Any, next: Any) -> Any:
+        event_id = body.get("event_id")
+        if isinstance(event_id, str) and not seen.first_time(event_id):
+            log.info("skipped a repeated delivery of Slack event %s", event_id[:40])
+            return await context.ack()
+        return await next()
+
     bot = _SlackBot(service, config)
     app.event("app_mention")(bot.on_mention)
     app.event("message")(bot.on_message)
@@ -72,6 +109,16 @@ def slack_route(app: AsyncApp) -> Any:
     """An aiohttp handler for Slack's Events API requests (mount at ``/slack/events``)."""
 
     async def handle(request: web.Request) -> web.Response:
+        timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
+        signature = request.headers.get("X-Slack-Signature", "")
+        body = await request.read()
+        try:
+            body.decode("utf-8")
+            readable = (request.charset or "utf-8").lower() in {"utf-8", "utf8"}
+        except UnicodeDecodeError:
+            readable = False
+        if not readable or not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
+            return web.json_response({"error": "invalid request"}, status=401)
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
 
     return handle
@@ -148,8 +195,8 @@ class _SlackBot:
             result = await self.service.ask(
                 question,
                 conversation_id=f"slack:{team}:{channel}:{thread}",
-                collections=self.config.access.search_collections(),
                 on_status=on_status,
+                caller=self.config.access.caller(f"slack:{team}:{channel}"),
             )
         except DocfinderError as exc:
             await client.chat_update(channel=channel, ts=ts, text=error_message(exc))

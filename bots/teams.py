@@ -6,7 +6,14 @@ service gives up on a request after 15 seconds), then works in the background, s
 typing indicator, and replies proactively with an Adaptive Card: the answer, then its
 numbered sources as links.
 Reactions on an answer are feedback. With an app id configured, every request must carry a
-valid Bot Framework token (the adapter answers 401 otherwise).
+valid Bot Framework token (the adapter answers 401 otherwise). Whatever the authentication,
+an activity whose ``serviceUrl`` (where the reply goes) is not one of the Bot Framework's
+channel services is refused, so no request can make the bot send passages elsewhere.
+
+botbuilder fetches the token signing keys with blocking ``requests`` calls without a
+timeout, on the event loop, and does not remember a failure: one forged token could freeze
+the server. :func:`install_openid_metadata` replaces that fetch with an asynchronous one,
+with a timeout, caching the keys for a day and a failure with a growing back-off.
 
 Microsoft archived the Bot Framework SDK in 2025 (its successor is the Microsoft 365 Agents
 SDK): everything platform-specific stays in this one module so it can be swapped.
@@ -15,11 +22,14 @@ SDK): everything platform-specific stays in this one module so it can be swapped
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import jwt
 from aiohttp import web
 from botbuilder.core import CardFactory, MessageFactory, TurnContext
@@ -32,6 +42,8 @@ from botbuilder.schema import (
     MessageReaction,
     ResourceResponse,
 )
+from botframework.connector.auth.jwt_token_extractor import JwtTokenExtractor
+from jwt.algorithms import RSAAlgorithm
 
 from bots.common import (
     NOT_ENABLED,
@@ -51,7 +63,10 @@ TYPING_EVERY_S = 3.0  # Teams shows the indicator for about three seconds
 
 @dataclass(frozen=True, slots=True)
 class TeamsConfig:
-    """What the Teams bot needs from the settings (built by the composition root)."""
+    """What the Teams bot needs from the settings (built by the composition root).
+
+    ``service_urls`` are the URL prefixes an activity's ``serviceUrl`` must start with.
+    """
 
     app_id: str = ""
     app_password: str = ""
@@ -59,6 +74,102 @@ class TeamsConfig:
     tenant_id: str = ""
     access: Access = field(default_factory=Access)
     reactions: Mapping[str, ReactionMeaning] = field(default_factory=dict)
+    service_urls: tuple[str, ...] = ()
+    openid_timeout_s: float = 5.0
+
+
+class OpenIdMetadata:
+    """The Bot Framework's token signing keys, fetched without blocking, with a timeout and a cache.
+
+    Keys are kept for a day; an unknown key id refreshes them at most once an hour. A failed
+    fetch is remembered: until its back-off (30 s, doubling up to 15 min) has passed, tokens
+    are refused at once instead of fetching again. It stands in for botbuilder's own class of
+    the same role: ``get`` returns an object with ``public_key`` and ``endorsements``.
+    """
+
+    def __init__(self, url: str, timeout_s: float = 5.0) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self.keys: list[dict[str, Any]] = []
+        self.fetched_at = 0.0
+        self.retry_at = 0.0
+        self.backoff_s = 0.0
+        self.fetches = 0
+
+    async def get(self, key_id: str) -> Any:
+        now = time.monotonic()
+        if not self.keys or now - self.fetched_at > 86_400:
+            await self._refresh()
+        key = next((k for k in self.keys if k.get("kid") == key_id), None)
+        if key is None and time.monotonic() - self.fetched_at > 3_600:
+            await self._refresh()
+            key = next((k for k in self.keys if k.get("kid") == key_id), None)
+        if key is None:
+            raise PermissionError("the token's signing key is unknown")
+        return _SigningKey(RSAAlgorithm.from_jwk(json.dumps(key)), key.get("endorsements", []))
+
+    async def _refresh(self) -> None:
+        now = time.monotonic()
+        if now < self.retry_at:
+            raise PermissionError("the Bot Framework's signing keys are unavailable (retrying later)")
+        self.fetches += 1
+        try:
+            timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                async with session.get(self.url) as response:
+                    response.raise_for_status()
+                    keys_url = (await response.json(content_type=None))["jwks_uri"]
+                async with session.get(keys_url) as response:
+                    response.raise_for_status()
+                    keys = (await response.json(content_type=None))["keys"]
+        except (aiohttp.ClientError, TimeoutError, KeyError, ValueError) as exc:
+            self.backoff_s = min(max(self.backoff_s * 2, 30.0), 900.0)
+            self.retry_at = time.monotonic() + self.backoff_s
+            log.warning(
+                "could not fetch %s (%s); retrying in %.0f s",
+                self.url,
+                exc or type(exc).__name__,
+                self.backoff_s,
+            )
+            raise PermissionError("the Bot Framework's signing keys are unavailable") from exc
+        self.keys, self.fetched_at, self.backoff_s, self.retry_at = keys, time.monotonic(), 0.0, 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _SigningKey:
+    public_key: Any
+    endorsements: list[str]
+
+
+class _MetadataCache(dict):
+    """botbuilder's metadata cache, handing out :class:`OpenIdMetadata` for every metadata URL."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__()
+        self.timeout_s = timeout_s
+
+    def get(self, url: str, default: Any = None) -> Any:
+        if url not in self:
+            self[url] = OpenIdMetadata(url, self.timeout_s)
+        return super().get(url)
+
+
+def install_openid_metadata(timeout_s: float) -> None:
+    """Make botbuilder's token validation fetch signing keys through :class:`OpenIdMetadata`.
+
+    botbuilder looks its metadata up in ``JwtTokenExtractor.metadataCache`` by URL; a cache
+    that creates our objects is the one seam it offers.
+    """
+    if not isinstance(JwtTokenExtractor.metadataCache, _MetadataCache):
+        JwtTokenExtractor.metadataCache = _MetadataCache(timeout_s)
+
+
+def service_url_allowed(service_url: str, allowed: tuple[str, ...]) -> bool:
+    """Whether replies may go to ``service_url``: it starts with an allowed prefix (http(s) only)."""
+    lowered = service_url.lower()
+    return lowered.startswith(("https://", "http://")) and any(
+        lowered.startswith(prefix.lower()) for prefix in allowed
+    )
 
 
 class _BotFrameworkConfig:
@@ -73,6 +184,7 @@ class _BotFrameworkConfig:
 
 def teams_route(service: AnsweringService, config: TeamsConfig) -> Any:
     """An aiohttp handler for Bot Framework activities (mount at ``/api/messages``)."""
+    install_openid_metadata(config.openid_timeout_s)
     adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(_BotFrameworkConfig(config)))
     bot = TeamsBot(service, config, adapter)
 
@@ -83,6 +195,14 @@ def teams_route(service: AnsweringService, config: TeamsConfig) -> Any:
     adapter.on_turn_error = on_turn_error
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            activity = await request.json()
+        except (ValueError, LookupError) as exc:  # not JSON, not UTF-8, or an unknown charset
+            raise web.HTTPBadRequest(text="the body is not a JSON activity") from exc
+        service_url = activity.get("serviceUrl") if isinstance(activity, dict) else None
+        if not isinstance(service_url, str) or not service_url_allowed(service_url, config.service_urls):
+            log.warning("refused a Teams activity whose serviceUrl is not a Bot Framework channel service")
+            raise web.HTTPForbidden(text="serviceUrl is not an allowed Bot Framework channel service")
         try:
             response = await adapter.process(request, bot)
         except jwt.PyJWTError as exc:  # botbuilder lets a malformed token escape as a server error
@@ -116,15 +236,21 @@ class TeamsBot(TeamsActivityHandler):
             return
         await turn_context.send_activity(Activity(type=ActivityTypes.typing))
         reference = TurnContext.get_conversation_reference(activity)
-        task = asyncio.create_task(self._answer(reference, question, f"teams:{activity.conversation.id}"))
+        task = asyncio.create_task(
+            self._answer(
+                reference, question, f"teams:{activity.conversation.id}", f"teams:{root_conversation}"
+            )
+        )
         self.working.add(task)
         task.add_done_callback(self.working.discard)
 
-    async def _answer(self, reference: ConversationReference, question: str, conversation_id: str) -> None:
+    async def _answer(
+        self, reference: ConversationReference, question: str, conversation_id: str, place: str
+    ) -> None:
         typing = asyncio.create_task(self._keep_typing(reference))
         try:
             result = await self.service.ask(
-                question, conversation_id=conversation_id, collections=self.config.access.search_collections()
+                question, conversation_id=conversation_id, caller=self.config.access.caller(place)
             )
         except DocfinderError as exc:
             await self._send(reference, MessageFactory.text(error_message(exc)))

@@ -145,7 +145,8 @@ def ingest(
     if options.chunking.contextual and enricher is None:
         raise ConfigurationError("contextual chunks need an enricher (an LLM): ingest with --enrich")
     started = time.perf_counter()
-    sources = discover(inputs, collection)
+    discovery = discover(inputs, collection)
+    sources = discovery.sources
     converter = DocumentConverter(options.pdf_models_dir)
     with writer_lock(index_dir):
         for stale in remove_stale_builds(index_dir):
@@ -168,7 +169,7 @@ def ingest(
             converted=converted,
             reused=len(documents) - converted,
             removed=removed,
-            failures=failures,
+            failures=[Failure(path, reason) for path, reason in discovery.skipped] + failures,
         )
         if (converted or removed or previous is None) and all_documents:
             _embed_missing(all_documents, previous, embedder, progress, report)
@@ -311,6 +312,7 @@ def _convert(
         pages=parsed.page_count,
         chunks=len(chunks),
         units=len(units),
+        relative=str(source.path.relative_to(source.root.parent)),
         organisation=meta.organisation,
         names=meta.names,
         period=meta.period,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,24 +35,66 @@ def collection_name(raw: str) -> str:
     return name
 
 
-def discover(paths: list[Path], collection: str | None) -> list[SourceFile]:
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """The files to ingest, and the links that were skipped with the reason."""
+
+    sources: list[SourceFile]
+    skipped: list[tuple[str, str]]
+
+
+def discover(paths: list[Path], collection: str | None) -> Discovery:
     """All regular files under ``paths`` (recursively, hidden ones skipped), sorted.
 
     Each input belongs to ``collection`` when given, else to its folder's name (for a single
-    file, its parent folder's name).
+    file, its parent folder's name). Symbolic links are followed only to files inside the
+    given inputs: a link (to a file or a folder) that leads outside them, and a link that
+    leads nowhere, are skipped and reported, so a link in a shared folder cannot pull the
+    server's own files into the index.
     """
-    found: dict[Path, SourceFile] = {}
-    for raw in paths:
-        root = raw.expanduser().resolve()
+    roots = [raw.expanduser().resolve() for raw in paths]
+    for raw, root in zip(paths, roots):
         if not root.exists():
             raise ConfigurationError(f"input path {raw} does not exist")
+    found: dict[Path, SourceFile] = {}
+    skipped: list[tuple[str, str]] = []
+    for root in roots:
         name = collection_name(collection or (root.name if root.is_dir() else root.parent.name))
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-        for path in files:
+        for path in [root] if root.is_file() else _walk(root, roots, skipped):
             if any(part.startswith(".") for part in path.relative_to(root.parent).parts):
                 continue
             found.setdefault(path, SourceFile(path=path, root=root, collection=name))
-    return sorted(found.values(), key=lambda s: str(s.path))
+    return Discovery(sorted(found.values(), key=lambda s: str(s.path)), skipped)
+
+
+def _walk(root: Path, roots: list[Path], skipped: list[tuple[str, str]]) -> list[Path]:
+    """Regular files below ``root``, without following links out of ``roots`` (those are reported)."""
+    files = []
+    for folder, folders, names in os.walk(root):  # does not descend into linked folders
+        for entry in [*(Path(folder) / n for n in names), *(Path(folder) / d for d in folders)]:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                reason = _link_problem(entry, roots)
+                if reason:
+                    skipped.append((str(entry), reason))
+                    continue
+                if entry.is_file():
+                    files.append(entry)
+            elif entry.is_file():
+                files.append(entry)
+    return sorted(files)
+
+
+def _link_problem(link: Path, roots: list[Path]) -> str:
+    """Why a symbolic link is not followed, or "" when it leads to a file inside the inputs."""
+    try:
+        target = link.resolve(strict=True)
+    except (FileNotFoundError, RuntimeError):  # missing target, or a loop of links
+        return "symbolic link to nothing (dangling): not followed"
+    if not any(target == root or root in target.parents for root in roots):
+        return "symbolic link to a file or folder outside the ingested folders: not followed"
+    return ""  # a linked folder inside the inputs is walked where it really is
 
 
 def file_sha256(path: Path) -> str:

@@ -46,8 +46,9 @@ class Bm25Params:
 class FileRecord:
     """One ingested source file: where it came from, its content hash and what it produced.
 
-    ``organisation``, ``names``, ``period`` and ``version`` describe the document for
-    document-aware questions (see :mod:`index_build.metadata`).
+    ``relative`` is the path below the ingested folder's parent (``manuals/a.pdf``), what remote
+    callers see instead of the server's path. ``organisation``, ``names``, ``period`` and
+    ``version`` describe the document for document-aware questions (see :mod:`index_build.metadata`).
     """
 
     path: str
@@ -58,6 +59,7 @@ class FileRecord:
     pages: int
     chunks: int
     units: int = 0
+    relative: str = ""
     organisation: str = ""
     names: tuple[str, ...] = ()
     period: str = ""

@@ -167,6 +167,25 @@ class FeedbackRecord:
     created_at: str
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking, for access control.
+
+    ``owner`` binds conversations: a conversation is readable and writable only by the caller
+    that started it (an API key's name, a chat bot's place). ``collections`` is everything the
+    caller may read (None: every collection). A chat bot ``names_conversations``: it maps its
+    threads to conversation ids itself, and a thread's first question starts the conversation
+    under that id; every other caller gets its conversation ids from docfinder.
+    """
+
+    owner: str
+    collections: tuple[str, ...] | None = None
+    names_conversations: bool = False
+
+
+LOCAL_CALLER = Caller("local")
+
+
 class AnsweringService(Protocol):
     """What a chat front door needs from the service: ask, and record or retract feedback."""
 
@@ -177,8 +196,9 @@ class AnsweringService(Protocol):
         conversation_id: str | None = None,
         collections: list[str] | None = None,
         on_status: StatusSink | None = None,
+        caller: Caller = LOCAL_CALLER,
     ) -> AskResult:
-        """Answer ``question`` in ``conversation_id`` (a new one when absent)."""
+        """Answer ``question`` in ``conversation_id`` (a new one when absent), as ``caller``."""
         ...
 
     async def record_feedback(self, feedback: Feedback) -> FeedbackRecord:

@@ -50,3 +50,11 @@ class IndexBusyError(TransientError):
 
 class NotFoundError(InvalidRequestError):
     """A request names an id (answer, passage, document) that does not exist."""
+
+
+class ForbiddenError(PermanentError):
+    """The caller is known but may not read what it asked for (a collection outside its scope)."""
+
+
+class UnauthenticatedError(PermanentError):
+    """The request carries no valid credential where one is required."""

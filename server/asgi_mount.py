@@ -3,17 +3,20 @@
 docfinder's HTTP server is aiohttp (the Slack and Teams SDKs plug into it); the MCP SDK's
 streamable HTTP transport is an ASGI (Starlette) app. This bridge translates one aiohttp
 request into an ASGI ``http`` scope and streams the ASGI response back as it is produced,
-which server-sent events need. A static bearer token guards the mount.
+which server-sent events need. The same API keys as the REST API guard the mount; the
+caller a key belongs to travels in the ASGI scope's state, where the MCP tools read it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from aiohttp import web
+
+from pipeline.answers import Caller
+from server.auth import Authenticator
 
 ASGIApp = Callable[
     [MutableMapping[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]],
@@ -22,28 +25,28 @@ ASGIApp = Callable[
 BODY_CHUNK = 64 * 1024
 
 
-def bearer_token_valid(request: web.Request, token: str) -> bool:
-    """Whether the request carries ``Authorization: Bearer <token>`` (compared in constant time)."""
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+CALLER_STATE = "docfinder_caller"
 
 
-def asgi_handler(app: ASGIApp, token: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """An aiohttp handler that checks the bearer token, then runs ``app`` for the request."""
+def asgi_handler(
+    app: ASGIApp, authenticator: Authenticator
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """An aiohttp handler that authenticates the caller's API key, then runs ``app`` for the request."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        if not bearer_token_valid(request, token):
+        caller = authenticator.caller(request.headers.get("Authorization", ""))
+        if caller is None:
             return web.json_response(
-                {"error": "missing or invalid bearer token"},
+                {"error": "missing or invalid API key"},
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer realm="docfinder"'},
             )
-        return await _run(app, request)
+        return await _run(app, request, caller)
 
     return handle
 
 
-async def _run(app: ASGIApp, request: web.Request) -> web.StreamResponse:
+async def _run(app: ASGIApp, request: web.Request, caller: Caller) -> web.StreamResponse:
     finished = asyncio.Event()
     body_done = False
     response: web.StreamResponse | None = None
@@ -88,7 +91,7 @@ async def _run(app: ASGIApp, request: web.Request) -> web.StreamResponse:
             finished.set()
 
     try:
-        await app(_scope(request), receive, send)
+        await app(_scope(request, caller), receive, send)
     finally:
         finished.set()
     if response is None:
@@ -96,7 +99,7 @@ async def _run(app: ASGIApp, request: web.Request) -> web.StreamResponse:
     return response
 
 
-def _scope(request: web.Request) -> dict[str, Any]:
+def _scope(request: web.Request, caller: Caller) -> dict[str, Any]:
     peer = request.transport.get_extra_info("peername") if request.transport else None
     host, _, port = (request.host or "localhost").partition(":")
     return {
@@ -112,5 +115,5 @@ def _scope(request: web.Request) -> dict[str, Any]:
         "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.items()],
         "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None,
         "server": (host, int(port) if port.isdigit() else (443 if request.scheme == "https" else 80)),
-        "state": {},
+        "state": {CALLER_STATE: caller},
     }

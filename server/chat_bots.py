@@ -66,6 +66,7 @@ def teams_config(settings: Settings) -> TeamsConfig:
         tenant_id=settings.teams_tenant_id,
         access=Access(frozenset(settings.teams_conversations), True, tuple(settings.teams_collections)),
         reactions=_meanings(settings.teams_reactions),
+        service_urls=tuple(settings.teams_service_urls),
     )
 
 

@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     http.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     http.add_argument("--host", default="127.0.0.1")
     http.add_argument("--port", type=int, default=8080)
+    http.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve a non-loopback address without API keys (anyone who reaches it can read everything)",
+    )
     mcp = serve.add_parser("mcp", help="MCP tools over stdio, for an AI assistant that starts docfinder")
     mcp.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     slack = serve.add_parser("slack", help="the Slack bot: Events API over HTTP, or socket mode")
@@ -110,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     teams.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     teams.add_argument("--host", default="127.0.0.1")
     teams.add_argument("--port", type=int, default=3978)
+    teams.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve a non-loopback address without a Teams app id (unauthenticated: the Emulator only)",
+    )
 
     index = commands.add_parser("index", help="inspect the index").add_subparsers(
         dest="index_command", required=True
@@ -290,15 +300,24 @@ def _serve_http(args: argparse.Namespace, settings: Settings) -> int:
     """``serve http`` (the API, /mcp and configured bots), ``serve slack`` or ``serve teams``."""
     from aiohttp import web
 
+    from server.auth import Authenticator, check_bind, load_api_keys
     from server.chat_bots import mount_slack, mount_teams
     from server.http_api import create_app
     from server.service import DocfinderService
+
+    # Refuse an open door before loading anything: no credential, no address beyond loopback.
+    authenticator = Authenticator(load_api_keys(settings))
+    insecure = getattr(args, "insecure_no_auth", False)
+    if args.serve_command == "http":
+        check_bind(args.host, authenticator.required, insecure)
+    elif args.serve_command == "teams":
+        check_bind(args.host, bool(settings.teams_app_id), insecure, "the Teams bot (no teams_app_id)")
 
     async def app() -> web.Application:
         service = DocfinderService(settings)
         await service.__aenter__()
         if args.serve_command == "http":
-            application = create_app(service, settings, host=args.host)
+            application = create_app(service, settings, host=args.host, authenticator=authenticator)
         else:
             application = web.Application()
             mount = mount_slack if args.serve_command == "slack" else mount_teams

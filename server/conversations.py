@@ -9,7 +9,7 @@ and the chat message that shows it is noted, so a reaction to that message finds
 from __future__ import annotations
 
 import json
-import uuid
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -36,6 +36,11 @@ CREATE TABLE IF NOT EXISTS answers (
     domain TEXT,
     collections TEXT NOT NULL,
     sources TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conversations (
+    conversation_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS messages (
@@ -72,12 +77,46 @@ class ConversationStore:
 
     @staticmethod
     def new_id() -> str:
-        """A fresh conversation id."""
-        return uuid.uuid4().hex
+        """A fresh, unguessable conversation id (144 random bits)."""
+        return secrets.token_urlsafe(18)
+
+    def open(self, conversation_id: str | None, owner: str, create_named: bool = False) -> str:
+        """The conversation to continue: a new one for ``None``, else ``conversation_id`` if ``owner`` has it.
+
+        Another owner's conversation, and one that does not exist, are the same
+        :class:`NotFoundError`: a caller cannot tell them apart. ``create_named`` (chat bots,
+        whose thread is the conversation) starts an unknown id under ``owner`` instead.
+        """
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        if conversation_id is None:
+            conversation_id = self.new_id()
+            with self._db.transaction() as tx:
+                tx.execute("INSERT INTO conversations VALUES (?, ?, ?)", (conversation_id, owner, now))
+            return conversation_id
+        with self._db.read() as tx:
+            rows = tx.execute("SELECT owner FROM conversations WHERE conversation_id = ?", (conversation_id,))
+        if not rows and create_named:
+            with self._db.transaction() as tx:
+                tx.execute(
+                    "INSERT INTO conversations VALUES (?, ?, ?) ON CONFLICT (conversation_id) DO NOTHING",
+                    (conversation_id, owner, now),
+                )
+                rows = tx.execute(
+                    "SELECT owner FROM conversations WHERE conversation_id = ?", (conversation_id,)
+                )
+        if not rows or rows[0][0] != owner:
+            raise NotFoundError(f"no conversation with id {conversation_id!r}")
+        return conversation_id
+
+    def owner(self, conversation_id: str) -> str | None:
+        """Who a conversation belongs to (None when there is no such conversation)."""
+        with self._db.read() as tx:
+            rows = tx.execute("SELECT owner FROM conversations WHERE conversation_id = ?", (conversation_id,))
+        return rows[0][0] if rows else None
 
     def history(self, conversation_id: str, max_turns: int = 10) -> list[tuple[str, str]]:
         """The last ``max_turns`` turns as (role, text), oldest first."""
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.execute(
                 "SELECT role, text FROM turns WHERE conversation_id = ? ORDER BY position DESC LIMIT ?",
                 (conversation_id, max_turns),
@@ -120,7 +159,7 @@ class ConversationStore:
 
     def answer(self, answer_id: str) -> StoredAnswer:
         """The answer given under ``answer_id``; :class:`NotFoundError` when there is none."""
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.execute("SELECT * FROM answers WHERE answer_id = ?", (answer_id,))
         if not rows:
             raise NotFoundError(f"no answer with id {answer_id!r}")
@@ -150,7 +189,7 @@ class ConversationStore:
 
     def answer_for_message(self, platform: str, message_ref: str) -> str:
         """The answer id a chat message shows; :class:`NotFoundError` for a message that is not an answer."""
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.execute(
                 "SELECT answer_id FROM messages WHERE platform = ? AND message_ref = ?",
                 (platform, message_ref),

@@ -4,8 +4,11 @@ The stores (conversations, feedback) write their SQL once, in the subset both da
 share (``?`` placeholders, ``ON CONFLICT`` upserts, ``RETURNING``); only table definitions
 differ per dialect. Every :meth:`Database.transaction` commits before it returns, so a
 caller that has been told "stored" can rely on it across a crash (SQLite: WAL with
-``synchronous=FULL``; PostgreSQL: its default durable commit). Calls block: the service
-runs them in worker threads.
+``synchronous=FULL``; PostgreSQL: its default durable commit). Reads go through
+:meth:`Database.read`, which takes no write lock (in WAL mode a reader never waits for a
+writer). A writer that cannot get the lock within the busy timeout is a
+:class:`DatabaseBusyError`, transient: the caller is told to retry, and nothing it was told
+is stored is lost. Calls block: the service runs them in worker threads.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ class DatabaseUnavailableError(TransientError):
     """The database server cannot be reached right now."""
 
 
+class DatabaseBusyError(TransientError):
+    """Another process holds the database's write lock longer than the busy timeout."""
+
+
 class Transaction(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """Run one statement (``?`` placeholders); the rows it returns, if any."""
@@ -41,6 +48,10 @@ class Database(Protocol):
         """A context manager yielding a :class:`Transaction`, committed on exit (rolled back on error)."""
         ...
 
+    def read(self) -> Any:
+        """A context manager yielding a :class:`Transaction` for reading only (no write lock)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -49,17 +60,18 @@ class SQLiteDatabase:
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, busy_timeout_s: float = 10.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._connection.execute("PRAGMA journal_mode=WAL")
         self._connection.execute("PRAGMA synchronous=FULL")
-        self._connection.execute("PRAGMA busy_timeout=10000")
+        self._connection.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         self._lock = threading.Lock()
+        self.path = path
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
-        with self._lock:
+        with self._lock, self._busy_is_transient():
             self._connection.execute("BEGIN IMMEDIATE")
             committed = False
             try:
@@ -67,8 +79,29 @@ class SQLiteDatabase:
                 self._connection.execute("COMMIT")
                 committed = True
             finally:
-                if not committed:  # the body raised (or COMMIT failed): nothing of it is kept
+                if not committed and self._connection.in_transaction:  # nothing of a failed body is kept
                     self._connection.execute("ROLLBACK")
+
+    @contextmanager
+    def read(self) -> Iterator[Transaction]:
+        with self._lock, self._busy_is_transient():
+            self._connection.execute("BEGIN DEFERRED")
+            try:
+                yield _SQLiteTransaction(self._connection)
+            finally:
+                if self._connection.in_transaction:
+                    self._connection.execute("COMMIT")
+
+    @contextmanager
+    def _busy_is_transient(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise DatabaseBusyError(
+                    f"{self.path.name} is locked by another writer; try again in a few seconds"
+                ) from exc
+            raise
 
     def close(self) -> None:
         with self._lock:
@@ -121,6 +154,10 @@ class PostgresDatabase:
                 yield _PostgresTransaction(connection)
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise DatabaseUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
+
+    def read(self) -> Any:
+        # PostgreSQL readers take no locks that block writers (MVCC): a transaction will do.
+        return self.transaction()
 
     def close(self) -> None:
         self._pool.close()

@@ -29,7 +29,7 @@ class EnrichmentCache:
 
     def get(self, content_hash: str) -> str | None:
         """The cached context of a chunk with this content, or None when it was never made."""
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.execute("SELECT context FROM contexts WHERE content_hash = ?", (content_hash,))
         return rows[0][0] if rows else None
 

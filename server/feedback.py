@@ -125,13 +125,13 @@ class FeedbackStore:
     def records(self, since: datetime | None = None) -> list[FeedbackRecord]:
         """Every record (from ``since`` on, when given), oldest first."""
         start = since.astimezone(UTC).isoformat(timespec="milliseconds") if since else ""
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.execute("SELECT * FROM feedback WHERE created_at >= ? ORDER BY feedback_id", (start,))
         return [_record(row) for row in rows]
 
     def count(self) -> int:
         """How many records are stored."""
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             [(count,)] = tx.execute("SELECT COUNT(*) FROM feedback")
         return count
 

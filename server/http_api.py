@@ -1,9 +1,17 @@
 """The HTTP API (aiohttp): ask, ask with streamed status (server-sent events), search, feedback,
-health, and the MCP streamable HTTP endpoint at ``/mcp`` when a token is configured.
+health, metrics, and the MCP streamable HTTP endpoint at ``/mcp``.
 
-Handlers only parse, call the one service object, and render. Errors become JSON bodies with
-a clear message: 400 for bad input, 404 for unknown ids, 413 for oversized requests, 503 when
-a dependency (the LLM, the index) is unavailable for now.
+With API keys configured, every request to ``/v1/*``, ``/metrics`` and ``/mcp`` must carry
+one (``Authorization: Bearer <key>``, else 401); the key decides which collections and
+conversations the caller sees. Without keys the server is for loopback only (the CLI
+refuses another address). ``/healthz`` and ``/openapi.json`` are open, and the bots' routes
+check their platforms' own signatures and tokens.
+
+Handlers only parse (:mod:`server.http_models`), call the one service object, and render.
+Errors become JSON bodies with a clear message: 400 for bad input, 401 without a valid key,
+403 for a collection outside the key's scope, 404 for unknown ids (another caller's
+conversation included), 413 for oversized requests, 503 with ``Retry-After`` when a
+dependency (the LLM, the index, the database, the search queue) is unavailable for now.
 """
 
 from __future__ import annotations
@@ -11,22 +19,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import web
+from aiohttp import ClientConnectionResetError, web
 
-from pipeline.answers import Feedback
+from pipeline.answers import LOCAL_CALLER, Caller, Feedback
 from pipeline.errors import (
     ConfigurationError,
     DocfinderError,
+    ForbiddenError,
     InvalidRequestError,
     NotFoundError,
     TransientError,
+    UnauthenticatedError,
 )
+from server.auth import Authenticator, load_api_keys
 from server.chat_bots import mount_configured_bots
+from server.http_models import AskBody, FeedbackBody, SearchBody, read_body
 from server.logs import current_request_id, set_request_id
 from server.openapi import OPENAPI
 from server.render import answer_to_json, hit_to_json
@@ -36,19 +49,30 @@ from server.settings import Settings
 log = logging.getLogger(__name__)
 
 SERVICE = web.AppKey("service", DocfinderService)
+AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
+CALLER = web.RequestKey("caller", Caller)
 MAX_REQUEST_BYTES = 64 * 1024
+RETRY_AFTER_S = 5
+_SAFE_ID = re.compile(r"[A-Za-z0-9._:-]+")
 
 
 def create_app(
-    service: DocfinderService, settings: Settings | None = None, host: str = "127.0.0.1"
+    service: DocfinderService,
+    settings: Settings | None = None,
+    host: str = "127.0.0.1",
+    authenticator: Authenticator | None = None,
 ) -> web.Application:
     """The aiohttp application around an entered service.
 
-    With ``settings``, also ``/mcp`` when an MCP token is set, ``/slack/events`` when Slack
-    credentials are set and ``/api/messages`` when a Teams app id is set.
+    With ``settings``, also ``/mcp`` when API keys are set, ``/slack/events`` when Slack credentials are set and
+    ``/api/messages`` when a Teams app id is set. ``authenticator`` (default: the settings'
+    API keys) decides who may call ``/v1/*``, ``/metrics`` and ``/mcp``.
     """
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_observe, _errors])
+    if authenticator is None:
+        authenticator = Authenticator(load_api_keys(settings) if settings is not None else [])
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_observe, _errors, _authenticate])
     app[SERVICE] = service
+    app[AUTHENTICATOR] = authenticator
     app.router.add_get("/healthz", _health)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/openapi.json", _openapi)
@@ -58,34 +82,51 @@ def create_app(
     app.router.add_post("/v1/feedback", _feedback)
     if settings is None:
         return app
-    if settings.mcp_token.get_secret_value():
-        mount_mcp(app, service, settings, host)
+    if authenticator.required:
+        mount_mcp(app, service, settings, host, authenticator)
     else:
-        log.info("/mcp is not served: set mcp_token (DOCFINDER_MCP_TOKEN) to enable it")
+        log.info("/mcp is served with API keys only (local assistants use `docfinder serve mcp`)")
     mount_configured_bots(app, service, settings)
     return app
 
 
-def mount_mcp(app: web.Application, service: DocfinderService, settings: Settings, host: str) -> None:
-    """Serve the MCP streamable HTTP transport at ``/mcp``, behind the bearer token from settings."""
+def mount_mcp(
+    app: web.Application,
+    service: DocfinderService,
+    settings: Settings,
+    host: str,
+    authenticator: Authenticator,
+) -> None:
+    """Serve the MCP streamable HTTP transport at ``/mcp``, for the same API keys as the REST API."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
     from server.asgi_mount import asgi_handler
     from server.mcp_server import build_mcp_server
 
+    # /mcp checks the Host header against DNS rebinding; a reverse proxy forwards its public name.
+    public = [name for host in settings.public_hosts for name in (host, f"{host}:*")]
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", *public]
+    security = TransportSecuritySettings(
+        allowed_hosts=hosts,
+        allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")],
+    )
     mcp = build_mcp_server(service, settings)
-    asgi_app = mcp.streamable_http_app(host=host)  # creates the session manager run below
+    asgi_app = mcp.streamable_http_app(host=host, transport_security=security)
 
     async def sessions(_: web.Application):
         async with mcp.session_manager.run():
             yield
 
     app.cleanup_ctx.append(sessions)
-    app.router.add_route("*", "/mcp", asgi_handler(asgi_app, settings.mcp_token.get_secret_value()))
+    app.router.add_route("*", "/mcp", asgi_handler(asgi_app, authenticator))
 
 
 @web.middleware
 async def _observe(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
     """Request id (from ``X-Request-ID`` or new) for logs and trace; request count and latency."""
-    request_id = request.headers.get("X-Request-ID", "")[:64] or uuid.uuid4().hex[:16]
+    given = request.headers.get("X-Request-ID", "")
+    request_id = given[:64] if _SAFE_ID.fullmatch(given[:64] or "-") else ""
+    request_id = request_id or uuid.uuid4().hex[:16]
     set_request_id(request_id)
     route = request.match_info.route.resource.canonical if request.match_info.route.resource else "unmatched"
     metrics = request.app[SERVICE].metrics
@@ -111,40 +152,40 @@ async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitab
         return await handler(request)
     except web.HTTPException:
         raise
+    except UnauthenticatedError as exc:
+        return _error(401, str(exc), {"WWW-Authenticate": 'Bearer realm="docfinder"'})
+    except ForbiddenError as exc:
+        return _error(403, str(exc))
     except NotFoundError as exc:
         return _error(404, str(exc))
     except InvalidRequestError as exc:
         return _error(400, str(exc))
     except (TransientError, ConfigurationError) as exc:
-        return _error(503, str(exc))
+        return _error(503, str(exc), {"Retry-After": str(RETRY_AFTER_S)})
     except DocfinderError as exc:
         return _error(400, str(exc))
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+@web.middleware
+async def _authenticate(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+):
+    """The caller of ``/v1/*`` and ``/metrics``, from its API key (401 without a valid one)."""
+    if request.path.startswith("/v1/") or request.path == "/metrics":
+        caller = request.app[AUTHENTICATOR].caller(request.headers.get("Authorization", ""))
+        if caller is None:
+            raise UnauthenticatedError("a valid API key is required: send Authorization: Bearer <key>")
+        request[CALLER] = caller
+    return await handler(request)
 
 
-async def _body(request: web.Request, required: str) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except web.HTTPRequestEntityTooLarge:
-        raise
-    except json.JSONDecodeError as exc:
-        raise InvalidRequestError(f"the body is not valid JSON: {exc.msg}") from exc
-    if not isinstance(body, dict) or not isinstance(body.get(required), str):
-        raise InvalidRequestError(f"the body must be a JSON object with a string {required!r}")
-    collections = body.get("collections")
-    if collections is not None and not (
-        isinstance(collections, list) and all(isinstance(c, str) for c in collections)
-    ):
-        raise InvalidRequestError("'collections' must be a list of collection names")
-    return body
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": message}, status=status, headers=headers)
 
 
 async def _health(request: web.Request) -> web.Response:
-    info = await request.app[SERVICE].index_info()
-    return web.json_response({"status": "ok", "index_version": info["version"], "chunks": info["chunks"]})
+    # Answered on the event loop from what is loaded: a saturated search pool cannot delay it.
+    return web.json_response(request.app[SERVICE].health())
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -157,16 +198,23 @@ async def _openapi(request: web.Request) -> web.Response:
 
 
 async def _ask(request: web.Request) -> web.Response:
-    body = await _body(request, "question")
+    body = await read_body(request, AskBody)
     result = await request.app[SERVICE].ask(
-        body["question"], conversation_id=body.get("conversation_id"), collections=body.get("collections")
+        body.question,
+        conversation_id=body.conversation_id,
+        collections=body.collections,
+        caller=request[CALLER],
     )
     return web.json_response(answer_to_json(result))
 
 
 async def _ask_stream(request: web.Request) -> web.StreamResponse:
-    """Server-sent events: ``status`` for each agent step as it happens, then ``answer`` (or ``error``)."""
-    body = await _body(request, "question")
+    """Server-sent events: ``status`` for each agent step as it happens, then ``answer`` (or ``error``).
+
+    A client that goes away cancels its question (the LLM request included); one INFO line says so.
+    """
+    body = await read_body(request, AskBody)
+    service = request.app[SERVICE]
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream",
@@ -179,51 +227,69 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
     async def send(event: str, data: dict[str, Any]) -> None:
         await response.write(f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode())
 
-    try:
-        result = await request.app[SERVICE].ask(
-            body["question"],
-            conversation_id=body.get("conversation_id"),
-            collections=body.get("collections"),
+    asking = asyncio.create_task(
+        service.ask(
+            body.question,
+            conversation_id=body.conversation_id,
+            collections=body.collections,
             on_status=lambda event: send("status", event),
+            caller=request[CALLER],
         )
-        await send("answer", answer_to_json(result, trace=False))
-    except DocfinderError as exc:
-        await send("error", {"error": str(exc), "transient": isinstance(exc, TransientError)})
-    except asyncio.CancelledError:
-        log.info("client left the stream before the answer")
-        raise
-    await response.write_eof()
+    )
+    watching = asyncio.create_task(_client_gone(request))
+    await asyncio.wait({asking, watching}, return_when=asyncio.FIRST_COMPLETED)
+    watching.cancel()
+    try:
+        if not asking.done():
+            asking.cancel()
+            raise ConnectionResetError("the client closed the connection")
+        try:
+            result = asking.result()
+        except DocfinderError as exc:
+            await send("error", {"error": str(exc), "transient": isinstance(exc, TransientError)})
+        else:
+            await send("answer", answer_to_json(result, trace=False))
+        await response.write_eof()
+    except (ConnectionResetError, ClientConnectionResetError) as exc:
+        asking.cancel()
+        await asyncio.gather(asking, return_exceptions=True)
+        log.info("client left the stream before the answer; the question was cancelled (%s)", exc)
     return response
 
 
+async def _client_gone(request: web.Request) -> None:
+    """Returns when the client has closed its connection (aiohttp does not say so by itself)."""
+    while request.transport is not None and not request.transport.is_closing():
+        await asyncio.sleep(0.5)
+
+
 async def _search(request: web.Request) -> web.Response:
-    body = await _body(request, "query")
-    k = body.get("k", 10)
-    if not isinstance(k, int) or not 1 <= k <= 100:
-        raise InvalidRequestError("'k' must be an integer from 1 to 100")
-    result = await request.app[SERVICE].search(
-        body["query"], k=k, mode=body.get("mode", "hybrid"), collections=body.get("collections")
+    body = await read_body(request, SearchBody)
+    service = request.app[SERVICE]
+    result = await service.search(
+        service.check_question(body.query),
+        k=body.k,
+        mode=body.mode,
+        collections=body.collections,
+        caller=request[CALLER],
     )
+    public = request[CALLER] != LOCAL_CALLER
     return web.json_response(
         {
             "query": result.query,
             "mode": result.mode,
             "version": result.version,
-            "hits": [hit_to_json(h) for h in result.hits],
+            "hits": [hit_to_json(h, service.public_source if public else None) for h in result.hits],
         }
     )
 
 
 async def _feedback(request: web.Request) -> web.Response:
-    body = await _body(request, "answer_id")
-    rating, label, comment = body.get("rating"), body.get("label"), body.get("comment", "")
-    if rating is not None and not isinstance(rating, int):
-        raise InvalidRequestError("'rating' must be an integer from 1 to 5")
-    if (label is not None and not isinstance(label, str)) or not isinstance(comment, str):
-        raise InvalidRequestError("'label' and 'comment' must be strings")
+    body = await read_body(request, FeedbackBody)
     record = await request.app[SERVICE].record_feedback(
         Feedback(
-            body["answer_id"], "http", user=body.get("user", ""), rating=rating, label=label, comment=comment
-        )
+            body.answer_id, "http", user=body.user, rating=body.rating, label=body.label, comment=body.comment
+        ),
+        caller=request[CALLER],
     )
     return web.json_response({"feedback_id": record.feedback_id, "answer_id": record.answer_id}, status=201)

@@ -17,9 +17,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
-from pipeline.answers import FEEDBACK_LABELS, Feedback
+from pipeline.answers import FEEDBACK_LABELS, LOCAL_CALLER, Caller, Feedback
 from pipeline.errors import DocfinderError, TransientError
 from pipeline.types import Chunk
+from server.asgi_mount import CALLER_STATE
 from server.render import answer_to_json
 from server.service import DocfinderService
 from server.settings import Settings
@@ -111,13 +112,15 @@ class FeedbackOut(BaseModel):
     stored: bool = True
 
 
-def passage_out(chunk: Chunk, score: float | None = None) -> PassageOut:
+def passage_out(
+    chunk: Chunk, score: float | None = None, public: Callable[[str], str] | None = None
+) -> PassageOut:
     return PassageOut(
         passage_id=chunk.chunk_id,
         score=round(score, 6) if score is not None else None,
         text=chunk.text,
         title=chunk.title,
-        source=chunk.source,
+        source=public(chunk.source) if public else chunk.source,
         pages=list(chunk.pages),
         heading_path=list(chunk.heading_path),
         collection=chunk.collection,
@@ -171,7 +174,11 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
             await ctx.report_progress(steps, message=_describe_step(event))
 
         result = await service.ask(
-            question, conversation_id=conversation_id, collections=collections, on_status=progress
+            question,
+            conversation_id=conversation_id,
+            collections=collections,
+            on_status=progress,
+            caller=caller_of(ctx),
         )
         return AnswerOut.model_validate(answer_to_json(result, trace=False))
 
@@ -183,45 +190,55 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         mode: Annotated[
             Literal["hybrid", "bm25", "dense"], Field(description="hybrid (default), keyword or semantic.")
         ] = "hybrid",
+        ctx: Context | None = None,
     ) -> SearchOut:
         """Search the documentation and return ranked passages with score, source, page, heading and
         passage id, without writing an answer. Fast (milliseconds)."""
-        result = await service.search(service.check_question(query), k=k, mode=mode, collections=collections)
+        caller = caller_of(ctx)
+        result = await service.search(
+            service.check_question(query), k=k, mode=mode, collections=collections, caller=caller
+        )
+        public = _public(service, caller)
         return SearchOut(
             query=result.query,
             mode=result.mode,
             index_version=result.version,
-            passages=[passage_out(h.chunk, h.score) for h in result.hits],
+            passages=[passage_out(h.chunk, h.score, public) for h in result.hits],
         )
 
     @tool
     async def get_passage(
         passage_id: Annotated[str, Field(description="A passage id from ask's citations or search.")],
+        ctx: Context | None = None,
     ) -> PassageOut:
         """The full text of one passage with its document, page and heading."""
-        return passage_out(await service.passage(passage_id))
+        caller = caller_of(ctx)
+        return passage_out(await service.passage(passage_id, caller), public=_public(service, caller))
 
     @tool
     async def get_document(
         doc_id: Annotated[str, Field(description="A document id (a passage's doc_id).")],
         page: Annotated[int | None, Field(ge=1, description="Only the passages on this page.")] = None,
+        ctx: Context | None = None,
     ) -> DocumentOut:
         """A document's passages in reading order (only one page's with `page`), with its metadata."""
-        version, record, chunks = await service.document(doc_id, page)
+        caller = caller_of(ctx)
+        version, record, chunks = await service.document(doc_id, page, caller)
+        public = _public(service, caller)
         return DocumentOut(
             doc_id=record.doc_id,
             title=record.title,
-            source=record.path,
+            source=public(record.path),
             collection=record.collection,
             pages=record.pages,
             index_version=version,
-            passages=[passage_out(c) for c in chunks],
+            passages=[passage_out(c, public=public) for c in chunks],
         )
 
     @tool
-    async def list_collections() -> CollectionsOut:
+    async def list_collections(ctx: Context | None = None) -> CollectionsOut:
         """The searchable collections with their document and chunk counts, and the index version."""
-        version, collections = await service.list_collections()
+        version, collections = await service.list_collections(caller_of(ctx))
         return CollectionsOut(index_version=version, collections=[CollectionOut(**c) for c in collections])
 
     @tool
@@ -233,10 +250,11 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
             Field(description="What was right or wrong with the answer."),
         ] = None,
         comment: Annotated[str, Field(max_length=2000, description="Free text.")] = "",
+        ctx: Context | None = None,
     ) -> FeedbackOut:
         """Judge an answer; stored with the feedback from Slack and Teams for the admins' evaluation sets."""
         record = await service.record_feedback(
-            Feedback(answer_id, "mcp", rating=rating, label=label, comment=comment)
+            Feedback(answer_id, "mcp", rating=rating, label=label, comment=comment), caller=caller_of(ctx)
         )
         return FeedbackOut(feedback_id=record.feedback_id, answer_id=record.answer_id)
 
@@ -246,12 +264,13 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         description="A document's text in reading order, with headings and pages.",
         mime_type="text/markdown",
     )
-    async def document_resource(doc_id: str) -> str:
+    async def document_resource(doc_id: str, ctx: Context) -> str:
+        caller = caller_of(ctx)
         try:
-            _, record, chunks = await service.document(doc_id)
+            _, record, chunks = await service.document(doc_id, caller=caller)
         except DocfinderError as exc:
             raise ResourceError(str(exc)) from exc
-        return render_document(record.title, record.path, chunks)
+        return render_document(record.title, _public(service, caller)(record.path), chunks)
 
     @mcp.prompt(name="ask_with_citations", description="Ask docfinder and answer with its citations.")
     def ask_with_citations(question: str) -> str:
@@ -262,6 +281,23 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         )
 
     return mcp
+
+
+def caller_of(ctx: Context | None) -> Caller:
+    """Who calls a tool: the API key the HTTP bridge authenticated, or the local user (stdio, in process)."""
+    if ctx is None:
+        return LOCAL_CALLER
+    try:
+        request = ctx.request_context.request  # the Starlette request over HTTP; None over stdio
+    except ValueError:  # outside a request
+        return LOCAL_CALLER
+    state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+    return state.get(CALLER_STATE, LOCAL_CALLER)
+
+
+def _public(service: DocfinderService, caller: Caller) -> Callable[[str], str]:
+    """How sources are shown to ``caller``: as they are locally, else without the server's paths."""
+    return (lambda source: source) if caller == LOCAL_CALLER else service.public_source
 
 
 def render_document(title: str, source: str, chunks: list[Chunk]) -> str:

@@ -1,10 +1,14 @@
-"""The OpenAPI 3.1 description of the HTTP API, served at ``/openapi.json``."""
+"""The OpenAPI 3.1 description of the HTTP API, served at ``/openapi.json``.
+
+Request bodies come from the models the handlers parse with (:mod:`server.http_models`);
+responses are described here.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipeline.answers import FEEDBACK_LABELS
+from server.http_models import AskBody, FeedbackBody, SearchBody, request_schema
 
 _CITATION = {
     "type": "object",
@@ -59,16 +63,17 @@ _ANSWER = {
         "request_id": {"type": "string", "description": "also in the logs and every trace step"},
     },
 }
-_ASK = {
+_ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
+_HEALTH = {
     "type": "object",
-    "required": ["question"],
+    "required": ["status", "index_version", "live_version"],
     "properties": {
-        "question": {"type": "string", "minLength": 1},
-        "conversation_id": {"type": "string"},
-        "collections": {"type": "array", "items": {"type": "string"}},
+        "status": {"type": "string", "enum": ["ok", "starting"]},
+        "index_version": {"type": ["string", "null"]},
+        "live_version": {"type": ["string", "null"]},
+        "searches_waiting": {"type": "integer"},
     },
 }
-_ERROR = {"type": "object", "properties": {"error": {"type": "string"}}}
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -77,10 +82,17 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 _ERRORS = {
     "400": {"description": "invalid request", **_json(_ERROR)},
-    "404": {"description": "an unknown id", **_json(_ERROR)},
+    "401": {"description": "no valid API key (when keys are configured)", **_json(_ERROR)},
+    "403": {"description": "a collection this API key may not read", **_json(_ERROR)},
+    "404": {"description": "an unknown id (or another caller's conversation)", **_json(_ERROR)},
     "413": {"description": "request body too large"},
-    "503": {"description": "the LLM or the index is not available right now", **_json(_ERROR)},
+    "503": {
+        "description": "the LLM, the index, the database or the search queue is unavailable right now; "
+        "retry after the Retry-After seconds",
+        **_json(_ERROR),
+    },
 }
+_ASK = request_schema(AskBody)
 
 OPENAPI: dict[str, Any] = {
     "openapi": "3.1.0",
@@ -112,57 +124,36 @@ OPENAPI: dict[str, Any] = {
         "/v1/search": {
             "post": {
                 "summary": "Rank passages for a query",
-                "requestBody": {
-                    "required": True,
-                    **_json(
-                        {
-                            "type": "object",
-                            "required": ["query"],
-                            "properties": {
-                                "query": {"type": "string"},
-                                "k": {"type": "integer", "minimum": 1, "maximum": 100},
-                                "mode": {"type": "string", "enum": ["bm25", "dense", "hybrid", "sparse"]},
-                                "collections": {"type": "array", "items": {"type": "string"}},
-                            },
-                        }
-                    ),
-                },
+                "requestBody": {"required": True, **_json(request_schema(SearchBody))},
                 "responses": {"200": {"description": "ranked passages"}, **_ERRORS},
             }
         },
         "/v1/feedback": {
             "post": {
                 "summary": "Judge an answer (stored with the feedback from Slack, Teams and MCP)",
-                "requestBody": {
-                    "required": True,
-                    **_json(
-                        {
-                            "type": "object",
-                            "required": ["answer_id"],
-                            "properties": {
-                                "answer_id": {"type": "string"},
-                                "rating": {"type": "integer", "minimum": 1, "maximum": 5},
-                                "label": {"type": "string", "enum": list(FEEDBACK_LABELS)},
-                                "comment": {"type": "string"},
-                                "user": {"type": "string", "description": "stored only as a pseudonym"},
-                            },
-                        }
-                    ),
-                },
+                "requestBody": {"required": True, **_json(request_schema(FeedbackBody))},
                 "responses": {"201": {"description": "stored (committed)"}, **_ERRORS},
             }
         },
         "/metrics": {
             "get": {
                 "summary": "Prometheus metrics",
-                "responses": {"200": {"description": "text exposition format"}},
+                "responses": {
+                    "200": {"description": "text exposition format", "content": {"text/plain": {}}},
+                    "401": _ERRORS["401"],
+                },
             }
         },
         "/healthz": {
             "get": {
-                "summary": "Liveness and the live index version",
-                "responses": {"200": {"description": "ok"}},
+                "summary": "Liveness, the loaded and the live index version (no API key needed)",
+                "security": [],
+                "responses": {"200": {"description": "ok", **_json(_HEALTH)}},
             }
         },
     },
+    "components": {
+        "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "description": "an API key"}}
+    },
+    "security": [{"apiKey": []}],
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -10,14 +11,18 @@ from pipeline.context import Context
 from pipeline.types import SearchHit
 
 
-def hit_to_json(hit: SearchHit) -> dict[str, Any]:
-    """The stable JSON shape of a search hit that scripts rely on."""
+def hit_to_json(hit: SearchHit, public_source: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """The stable JSON shape of a search hit that scripts rely on.
+
+    ``public_source`` rewrites the server's file path for remote callers (see
+    :meth:`DocfinderService.public_source`).
+    """
     chunk = hit.chunk
     return {
         "chunk_id": chunk.chunk_id,
         "score": round(hit.score, 6),
         "text": chunk.text,
-        "source": chunk.source,
+        "source": public_source(chunk.source) if public_source else chunk.source,
         "title": chunk.title,
         "pages": list(chunk.pages),
         "heading_path": list(chunk.heading_path),

@@ -26,14 +26,24 @@ from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.version import Bm25Params, FileRecord
-from pipeline.answers import AskResult, Feedback, FeedbackRecord, Platform, StatusSink
+from pipeline.answers import (
+    LOCAL_CALLER,
+    AskResult,
+    Caller,
+    Feedback,
+    FeedbackRecord,
+    Platform,
+    StatusSink,
+    citation_link,
+)
 from pipeline.context import Context, ContextConfig, Retrieved, build_context, whole_passages
 from pipeline.documents import DocumentScope, resolve_scope
-from pipeline.errors import InvalidRequestError
+from pipeline.errors import ForbiddenError, InvalidRequestError, NotFoundError
 from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import Chunk, SearchHit
+from server.admission import WorkPool
 from server.conversations import ConversationStore
 from server.database import Database, open_database
 from server.factories import (
@@ -83,7 +93,11 @@ class DocfinderService:
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
         lm: Any = None,
+        llm_history: bool = False,
     ) -> None:
+        # DSPy keeps every prompt and reply unless told not to: a server would grow without
+        # bound. ``llm_history`` keeps it (debugging; tests that read the prompts).
+        self.llm_history = llm_history
         self.settings = settings
         self._embedder = embedder
         self.reranker = reranker if reranker is not None else make_reranker(settings)
@@ -102,6 +116,7 @@ class DocfinderService:
         self.metrics = Metrics()
         self._store_lock = threading.Lock()
         self._agent: AnswerAgent | None = None
+        self._searches = WorkPool(settings.max_concurrent_searches, settings.search_queue, "search")
 
     async def __aenter__(self) -> DocfinderService:
         def load() -> None:
@@ -112,6 +127,7 @@ class DocfinderService:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        self._searches.close()
         self._snapshot = None
         await self._resources.aclose()
         self._conversations = self._feedback = None
@@ -181,14 +197,22 @@ class DocfinderService:
         conversation_id: str | None = None,
         collections: list[str] | None = None,
         on_status: StatusSink | None = None,
+        caller: Caller = LOCAL_CALLER,
     ) -> AskResult:
-        """Answer ``question`` with citations through the agent; the exchange joins the conversation."""
+        """Answer ``question`` with citations through the agent; the exchange joins the conversation.
+
+        ``conversation_id`` must be one ``caller`` started (else :class:`NotFoundError`), and
+        ``collections`` within what ``caller`` may read (else :class:`ForbiddenError`).
+        """
         started = time.perf_counter()
         question = self.check_question(question)
+        collections = self.allowed_collections(collections, caller)
         request_id = current_request_id() or uuid.uuid4().hex[:16]
         if on_status is not None:  # at once, so that every front door can show progress immediately
             await on_status({"step": "received", "t": 0.0, "question": question, "request_id": request_id})
-        conversation_id = conversation_id or ConversationStore.new_id()
+        conversation_id = await asyncio.to_thread(
+            self.conversations.open, conversation_id, caller.owner, caller.names_conversations
+        )
         history = await asyncio.to_thread(
             self.conversations.history, conversation_id, self.settings.history_turns
         )
@@ -196,6 +220,8 @@ class DocfinderService:
         sparse_available = any(len(c.sparse.rows) for c in snapshot.collections.values())
 
         agent_context = context_config(self.settings, budget_tokens=self.settings.agent_context_tokens)
+
+        question_scope: list[DocumentScope] = []
 
         async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:
             result = await self.search(
@@ -206,7 +232,12 @@ class DocfinderService:
                 domain=domain,
                 context=agent_context if mode != "sparse" else None,
                 pinned=snapshot,  # an index swap mid-question must not mix two versions in one answer
+                # A rewritten query that names no document keeps the documents the question named.
+                scope=question_scope[0] if question_scope else None,
+                admitted=True,
             )
+            if not question_scope and result.scope.documents is not None:
+                question_scope.append(result.scope)
             return self.passages_of(result, snapshot)
 
         import dspy
@@ -222,7 +253,7 @@ class DocfinderService:
         # Admission control: beyond this many questions at once, the rest wait here, so that the
         # LLM timeout measures the LLM, not a queue inside docfinder.
         async with self._ask_slots:
-            with dspy.context(lm=lm, adapter=self._adapter):
+            with dspy.context(lm=lm, adapter=self._adapter, disable_history=not self.llm_history):
                 answer = await self.agent.acall(
                     question, retrieve, history=history, on_status=status, sparse_available=sparse_available
                 )
@@ -246,7 +277,18 @@ class DocfinderService:
                 "index_version": snapshot.version_id,
             },
         )
-        return result
+        return result if caller == LOCAL_CALLER else self.public_result(result)
+
+    def allowed_collections(self, requested: list[str] | None, caller: Caller) -> list[str] | None:
+        """The collections to search: ``requested`` (or all ``caller`` may read), never beyond them."""
+        if caller.collections is None:
+            return requested
+        if requested is None:
+            return list(caller.collections)
+        refused = [c for c in requested if c not in caller.collections]
+        if refused:
+            raise ForbiddenError(f"collection {refused[0]!r} is not open to this caller")
+        return requested
 
     def check_question(self, question: str) -> str:
         """The question stripped, or :class:`InvalidRequestError` when empty or over the length limit."""
@@ -260,10 +302,18 @@ class DocfinderService:
             )
         return question
 
-    async def record_feedback(self, feedback: Feedback) -> FeedbackRecord:
-        """Store feedback on an answer given earlier (committed before this returns)."""
+    async def record_feedback(self, feedback: Feedback, caller: Caller | None = None) -> FeedbackRecord:
+        """Store feedback on an answer given earlier (committed before this returns).
+
+        With ``caller`` (the API, MCP), the answer must be in one of the caller's conversations;
+        chat bots pass none, having found the answer through the message that shows it.
+        """
         validate_feedback(feedback)
         answer = await asyncio.to_thread(self.conversations.answer, feedback.answer_id)
+        if caller is not None and not caller.names_conversations:
+            owner = await asyncio.to_thread(self.conversations.owner, answer.conversation_id)
+            if owner != caller.owner:
+                raise NotFoundError(f"no answer with id {feedback.answer_id!r}")
         record = await asyncio.to_thread(self.feedback.add, feedback, answer)
         self.metrics.feedback.labels(feedback.label or "none", feedback.platform).inc()
         return record
@@ -321,6 +371,9 @@ class DocfinderService:
         context: ContextConfig | None = None,
         pinned: IndexSnapshot | None = None,
         scoped: bool = True,
+        scope: DocumentScope | None = None,
+        caller: Caller = LOCAL_CALLER,
+        admitted: bool = False,
     ) -> SearchResult:
         """Rank passages for ``query`` (and its ``variants``); all hits come from one index version.
 
@@ -330,13 +383,20 @@ class DocfinderService:
         the first trace entry. With ``context``, the top ``context_candidates`` hits are also
         selected and ordered into the LLM's context under its token budget (the ``evidence``
         strategy deepens into the needed documents first). ``pinned`` searches that snapshot
-        instead of the live one (one question's searches all see the same version).
+        instead of the live one (one question's searches all see the same version). ``scope``
+        replaces the scope the query would resolve to, when the query names no document.
+
+        Searches run in their own pool of ``max_concurrent_searches`` threads; beyond
+        ``search_queue`` waiting searches a new one is refused (:class:`OverloadedError`),
+        unless ``admitted`` (the searches of a question already admitted to the agent).
         """
-        self.metrics.searches.labels(mode).inc()
-        if mode not in SEARCH_MODES:
+        if mode not in SEARCH_MODES:  # checked before it becomes a metric label
+            shown = mode if len(mode) <= 40 else mode[:40] + "…"
             raise InvalidRequestError(
-                f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}"
+                f"unknown search mode {shown!r}; choose one of {', '.join(SEARCH_MODES)}"
             )
+        self.metrics.searches.labels(mode).inc()
+        collections = self.allowed_collections(collections, caller)
         request = SearchRequest(
             queries=(query, *(variants or [])),
             mode=mode,  # type: ignore[arg-type]
@@ -348,28 +408,29 @@ class DocfinderService:
         def run() -> SearchResult:
             snapshot = pinned or self._current_snapshot()
             started = time.perf_counter()
-            scope = DocumentScope()
+            resolved = DocumentScope()
             if scoped and mode != "sparse":
-                scope = resolve_scope(query, snapshot.documents(request.collections))
+                resolved = resolve_scope(query, snapshot.documents(request.collections))
+            chosen = scope if scope is not None and resolved.documents is None else resolved
             scope_step = {"step": "scope", "ms": round((time.perf_counter() - started) * 1000, 3)}
             result = retrieve(
                 snapshot,
                 self.embedder,
-                replace(request, documents=scope.documents),
+                replace(request, documents=chosen.documents),
                 self.retrieval,
                 reranker=self.reranker,
                 glossary=self.glossary,
             )
             found = SearchResult(
-                query, mode, snapshot.version_id, result.hits, [], None, scope, request.queries
+                query, mode, snapshot.version_id, result.hits, [], None, chosen, request.queries
             )
             assembled = self._assemble(snapshot, found, context) if context else None
-            trace = [scope_step | scope.trace(), *result.trace, *(assembled.trace if assembled else [])]
+            trace = [scope_step | chosen.trace(), *result.trace, *(assembled.trace if assembled else [])]
             hits = result.hits[:k] if k else result.hits
             return replace(found, hits=hits, trace=trace, context=assembled)
 
         # Query encoding, BM25 scoring and reranking are CPU-bound: keep them off the event loop.
-        return await asyncio.to_thread(run)
+        return await self._searches.run(run, admitted=admitted)
 
     async def assemble_context(self, result: SearchResult, context: ContextConfig) -> Context:
         """Select and order ``result``'s hits into an LLM context, without searching again."""
@@ -409,23 +470,30 @@ class DocfinderService:
             raise InvalidRequestError(f"unknown domain {domain!r} (known: {known})")
         return self.settings.domains[domain].collections or None
 
-    async def passage(self, passage_id: str) -> Chunk:
-        """The passage ``passage_id`` in the live version (:class:`NotFoundError` when unknown)."""
+    async def passage(self, passage_id: str, caller: Caller = LOCAL_CALLER) -> Chunk:
+        """A passage of the live version (:class:`NotFoundError` if ``caller`` cannot see it)."""
         snapshot = await asyncio.to_thread(self._current_snapshot)
-        return snapshot.chunk(passage_id)
+        chunk = snapshot.chunk(passage_id)
+        if caller.collections is not None and chunk.collection not in caller.collections:
+            raise NotFoundError(f"no passage with id {passage_id!r} in index version {snapshot.version_id}")
+        return chunk
 
-    async def document(self, doc_id: str, page: int | None = None) -> tuple[str, FileRecord, list[Chunk]]:
+    async def document(
+        self, doc_id: str, page: int | None = None, caller: Caller = LOCAL_CALLER
+    ) -> tuple[str, FileRecord, list[Chunk]]:
         """The live version id, a document's record and its passages in order (only ``page``'s if given)."""
         snapshot = await asyncio.to_thread(self._current_snapshot)
         record, chunks = snapshot.document(doc_id)
+        if caller.collections is not None and record.collection not in caller.collections:
+            raise NotFoundError(f"no document with id {doc_id!r} in index version {snapshot.version_id}")
         if page is not None:
             if not 1 <= page <= max(record.pages, 1):
                 raise InvalidRequestError(f"page {page} is outside {record.title!r} (pages 1–{record.pages})")
             chunks = [c for c in chunks if c.pages[0] <= page <= c.pages[1] or c.pages == (0, 0)]
         return snapshot.version_id, record, chunks
 
-    async def list_collections(self) -> tuple[str, list[dict[str, Any]]]:
-        """The live version id and, per collection, its name and document and chunk counts."""
+    async def list_collections(self, caller: Caller = LOCAL_CALLER) -> tuple[str, list[dict[str, Any]]]:
+        """The live version id and, per collection ``caller`` may read, its name and counts."""
         snapshot = await asyncio.to_thread(self._current_snapshot)
         documents: dict[str, int] = {}
         for record in snapshot.files:
@@ -439,7 +507,43 @@ class DocfinderService:
                 "chunks": len(collection.chunks),
             }
             for name, collection in sorted(snapshot.collections.items())
+            if caller.collections is None or name in caller.collections
         ]
+
+    def _published(self, source: str) -> bool:
+        return any(source.startswith(local) for local in self.settings.source_url_prefixes)
+
+    def public_source(self, source: str) -> str:
+        """What a remote caller sees of a source: its URL (``source_url_prefixes``), else its path
+        below the ingested folder, never the server's own file system path."""
+        if self._published(source):
+            return citation_link(source, (0, 0), self.settings.source_url_prefixes)
+        snapshot = self._snapshot
+        relative = {r.path: r.relative for r in snapshot.files} if snapshot is not None else {}
+        return relative.get(source) or Path(source).name
+
+    def public_result(self, result: AskResult) -> AskResult:
+        """``result`` as a remote caller sees it: sources through :meth:`public_source`, and links
+        only to published URLs (a ``file://`` link would name the server's disk)."""
+        agent = result.agent
+
+        def public(item: Any) -> Any:
+            link = item.link if self._published(item.source) else ""
+            return replace(item, source=self.public_source(item.source), link=link)
+
+        citations = [public(c) for c in agent.citations]
+        evidence = [public(q) for q in agent.evidence]
+        return replace(result, agent=replace(agent, citations=citations, evidence=evidence))
+
+    def health(self) -> dict[str, Any]:
+        """Liveness without touching any thread pool: the loaded version and the live one on disk."""
+        loaded = self._snapshot
+        return {
+            "status": "ok" if loaded is not None else "starting",
+            "index_version": loaded.version_id if loaded is not None else None,
+            "live_version": live_version_id(self.settings.index_dir),
+            "searches_waiting": self._searches.pending,
+        }
 
     async def index_info(self, documents: bool = False) -> dict[str, Any]:
         """The live version's manifest summary: version, models, counts (and each document's metadata)."""

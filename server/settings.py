@@ -12,7 +12,15 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -54,6 +62,35 @@ class ReactionSettings(BaseModel):
 
     rating: int | None = Field(None, ge=1, le=5)
     label: Literal[FEEDBACK_LABELS] | None = None  # type: ignore[valid-type]
+
+
+class ApiKeySettings(BaseModel):
+    """One API key of the REST API and ``/mcp``: the secret, and the collections it may read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: SecretStr = Field(description="The secret clients send as `Authorization: Bearer <key>`.")
+    collections: list[str] = Field(default_factory=list, description="Collections it may read; empty: all.")
+
+    @field_validator("key")
+    @classmethod
+    def _long_enough(cls, key: SecretStr) -> SecretStr:
+        if len(key.get_secret_value()) < MIN_API_KEY_CHARS:
+            raise ValueError(
+                f"an API key needs at least {MIN_API_KEY_CHARS} characters (openssl rand -hex 32)"
+            )
+        return key
+
+
+MIN_API_KEY_CHARS = 24
+# The Bot Framework's channel service URLs (public cloud, GCC, GCC High, DoD): where a Teams
+# bot may send its replies.
+DEFAULT_TEAMS_SERVICE_URLS = [
+    "https://smba.trafficmanager.net/",
+    "https://smba.infra.gcc.teams.microsoft.com/",
+    "https://smba.infra.gov.teams.microsoft.us/",
+    "https://smba.infra.dod.teams.microsoft.us/",
+]
 
 
 DEFAULT_SLACK_REACTIONS = {
@@ -294,9 +331,23 @@ class Settings(BaseSettings):
         SecretStr(""),
         description="Key that pseudonymises user ids in feedback; unset, one is made and kept in the store.",
     )
-    mcp_token: SecretStr = Field(
-        SecretStr(""),
-        description="Bearer token MCP clients must send to /mcp; unset, `serve http` does not mount /mcp.",
+    api_keys: dict[str, ApiKeySettings] = Field(
+        default_factory=dict,
+        description="API keys of the REST API and /mcp by name, each with the collections it may read; "
+        "none: `serve http` serves loopback only.",
+    )
+    api_keys_file: Path | None = Field(
+        None, description="TOML file of more API keys: a [name] table with key and collections per key."
+    )
+    public_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header values a reverse proxy forwards (docfinder.example.org); /mcp accepts them.",
+    )
+    max_concurrent_searches: int = Field(
+        4, ge=1, le=256, description="Searches run at once (CPU-bound); the rest queue."
+    )
+    search_queue: int = Field(
+        64, ge=0, le=100_000, description="Searches that may wait for a slot; beyond, 503 with Retry-After."
     )
     slack_bot_token: SecretStr = Field(
         SecretStr(""), description="Slack bot token (xoxb-…); unset: no Slack bot."
@@ -330,6 +381,10 @@ class Settings(BaseSettings):
         "MultiTenant", description="Azure bot registration type."
     )
     teams_tenant_id: str = Field("", description="Tenant id, for a SingleTenant or UserAssignedMSI bot.")
+    teams_service_urls: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_TEAMS_SERVICE_URLS),
+        description="URL prefixes a Teams activity's serviceUrl must start with (the bot replies there).",
+    )
     teams_conversations: list[str] = Field(
         default_factory=list,
         description="Team or conversation ids where the Teams bot answers; empty: everywhere it is added.",

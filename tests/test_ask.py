@@ -48,7 +48,7 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
         statuses.append(event["step"])
 
     async def scenario():
-        async with DocfinderService(settings, embedder=embedder, lm=model) as service:
+        async with DocfinderService(settings, embedder=embedder, lm=model, llm_history=True) as service:
             first = await service.ask("When are proposals due?", on_status=on_status)
             second = await service.ask(
                 "And how many co-investigators?", conversation_id=first.conversation_id
@@ -93,3 +93,15 @@ def test_an_unreachable_llm_server_gives_a_clear_message_and_the_sources(setting
     assert result.agent.outcome == "llm_unavailable" and result.agent.answer == LLM_UNAVAILABLE
     assert Path(result.agent.citations[0].source).name == "observing.md"
     assert "cannot be reached" in result.agent.trace[-1]["error"]
+
+
+def test_the_llm_call_history_is_not_kept_by_default(settings, embedder):
+    """A server must not grow with every prompt it sends (DSPy keeps them all unless told not to)."""
+    model = DummyLM(FIRST, adapter=dspy.JSONAdapter())
+
+    async def scenario():
+        async with DocfinderService(settings, embedder=embedder, lm=model) as service:
+            await service.ask("When are proposals due?")
+
+    asyncio.run(scenario())
+    assert model.history == []

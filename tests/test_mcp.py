@@ -26,7 +26,7 @@ from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "mcp_tools.json"
-TOKEN = "test-token-123"
+TOKEN = "test-token-0123456789abcdef"
 QUESTION = "When are proposals due?"
 
 
@@ -45,7 +45,7 @@ def config(tmp_path, embedder, llm) -> dict[str, str]:
         "DOCFINDER_CONVERSATIONS_PATH": str(tmp_path / "conversations.sqlite3"),
         "DOCFINDER_FEEDBACK_PATH": str(tmp_path / "feedback.sqlite3"),
         "DOCFINDER_LLM_API_BASE": llm.url,
-        "DOCFINDER_MCP_TOKEN": TOKEN,
+        "DOCFINDER_API_KEYS": json.dumps({"assistant": {"key": TOKEN}}),
         "DOCFINDER_MAX_QUESTION_CHARS": "200",
     }
 

@@ -112,7 +112,8 @@ async def test_a_mention_gets_a_placeholder_progress_then_the_answer_in_its_thre
     evidence = blocks[1]["text"]["text"]
     assert evidence.startswith("> [1] ") and "15 April" in evidence, "the quoted evidence, verbatim"
     sources = blocks[2]["elements"][0]["text"]
-    assert sources.startswith("[1] <file://") and "Proposal preparation" in sources
+    assert sources.startswith("[1] ") and "Proposal preparation" in sources
+    assert "file://" not in sources and "/tmp" not in json.dumps(blocks), "no server paths in chat"
 
     # A follow-up in the same thread continues the conversation (the condense step sees it).
     assert await post(client, mention("And the limit?", ts="1699999999.000300", thread_ts=QUESTION_TS)) == 200

@@ -1,0 +1,111 @@
+"""The HTTP API's request bodies as strict pydantic models, and the one reader that parses them.
+
+The handlers parse every body through :func:`read_body`, and ``/openapi.json`` takes its
+request schemas from the same models, so the document and the behaviour cannot drift.
+The models are strict: no ``true`` for an integer, no number for a string, no unknown
+fields. The reader turns everything a careless or hostile client can send into a 400 with a
+clear message: a body that is not UTF-8 (or declares another charset), not JSON, nested too
+deep, or holding a lone surrogate that no database could store.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipeline.answers import FEEDBACK_LABELS
+from pipeline.errors import InvalidRequestError
+
+MAX_TEXT_CHARS = 100_000  # the largest max_question_chars allows; the service applies the configured one
+MAX_ID_CHARS = 256
+MAX_COLLECTIONS = 50
+
+CollectionName = Annotated[str, Field(min_length=1, max_length=64)]
+Collections = Annotated[
+    list[CollectionName] | None,
+    Field(max_length=MAX_COLLECTIONS, description="search only these collections; absent or null: all"),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class AskBody(_Strict):
+    """``POST /v1/ask`` and ``/v1/ask/stream``."""
+
+    question: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    conversation_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="continue a conversation this API key started (from an earlier answer)",
+    )
+    collections: Collections = None
+
+
+class SearchBody(_Strict):
+    """``POST /v1/search``."""
+
+    query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    k: int = Field(10, ge=1, le=100)
+    mode: Literal["hybrid", "bm25", "dense", "sparse"] = "hybrid"
+    collections: Collections = None
+
+
+class FeedbackBody(_Strict):
+    """``POST /v1/feedback``."""
+
+    answer_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    rating: int | None = Field(None, ge=1, le=5)
+    label: Literal[FEEDBACK_LABELS] | None = None  # type: ignore[valid-type]
+    comment: str = Field("", max_length=2000)
+    user: str = Field("", max_length=MAX_ID_CHARS, description="stored only as a pseudonym")
+
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+async def read_body(request: web.Request, model: type[Body]) -> Body:
+    """The request body as ``model``, or :class:`InvalidRequestError` saying what is wrong with it."""
+    charset = request.charset
+    if charset is not None and charset.lower().replace("_", "-") not in {"utf-8", "utf8"}:
+        raise InvalidRequestError(f"the body must be JSON in UTF-8, not {charset[:40]!r}")
+    raw = await request.read()  # beyond client_max_size: 413
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(f"the body is not UTF-8 (byte {exc.start})") from exc
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequestError(f"the body is not valid JSON: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise InvalidRequestError("the body is nested too deeply") from exc
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError("the body holds text that is not valid Unicode (a lone surrogate)") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequestError("the body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidRequestError(describe(exc)) from exc
+
+
+def describe(exc: ValidationError) -> str:
+    """A validation error for people: ``field: problem`` per error (values are not echoed back)."""
+    problems = []
+    for error in exc.errors()[:5]:
+        place = ".".join(str(p) for p in error["loc"]) or "body"
+        problems.append(f"{place}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def request_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a request model, for the OpenAPI document."""
+    return model.model_json_schema()
