@@ -64,9 +64,9 @@ def create_app(
 ) -> web.Application:
     """The aiohttp application around an entered service.
 
-    With ``settings``, also ``/mcp`` when API keys are set, ``/slack/events`` when Slack credentials are set and
-    ``/api/messages`` when a Teams app id is set. ``authenticator`` (default: the settings'
-    API keys) decides who may call ``/v1/*``, ``/metrics`` and ``/mcp``.
+    With ``settings``, also ``/mcp`` when API keys are set, ``/slack/events`` when Slack
+    credentials are set and ``/api/messages`` when a Teams app id is set. ``authenticator``
+    (default: the settings' API keys) decides who may call ``/v1/*``, ``/metrics`` and ``/mcp``.
     """
     if authenticator is None:
         authenticator = Authenticator(load_api_keys(settings) if settings is not None else [])
