@@ -63,11 +63,12 @@ class SQLiteDatabase:
     def __init__(self, path: Path, busy_timeout_s: float = 10.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute("PRAGMA synchronous=FULL")
-        self._connection.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         self._lock = threading.Lock()
         self.path = path
+        self._connection.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        with self._busy_is_transient():
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute("PRAGMA synchronous=FULL")
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
@@ -181,10 +182,10 @@ def _placeholders(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-def open_database(url: str | None, sqlite_path: Path) -> Database:
+def open_database(url: str | None, sqlite_path: Path, busy_timeout_s: float = 10.0) -> Database:
     """PostgreSQL when ``url`` is a ``postgresql://`` DSN, else the SQLite file ``sqlite_path``."""
     if url is None:
-        return SQLiteDatabase(sqlite_path)
+        return SQLiteDatabase(sqlite_path, busy_timeout_s)
     if not url.startswith(("postgresql://", "postgres://")):
         raise ConfigurationError(f"database_url must be a postgresql:// DSN, not {url.split(':', 1)[0]}://…")
     return PostgresDatabase(url)

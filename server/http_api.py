@@ -114,8 +114,20 @@ def mount_mcp(
     asgi_app = mcp.streamable_http_app(host=host, transport_security=security)
 
     async def sessions(_: web.Application):
-        async with mcp.session_manager.run():
-            yield
+        # The session manager's task group must start and end in one task: a task of its own,
+        # whatever task aiohttp (or a test harness) runs startup and cleanup in.
+        started, stopping = asyncio.Event(), asyncio.Event()
+
+        async def run() -> None:
+            async with mcp.session_manager.run():
+                started.set()
+                await stopping.wait()
+
+        manager = asyncio.create_task(run())
+        await started.wait()
+        yield
+        stopping.set()
+        await manager
 
     app.cleanup_ctx.append(sessions)
     app.router.add_route("*", "/mcp", asgi_handler(asgi_app, authenticator))
@@ -237,11 +249,9 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
         )
     )
     watching = asyncio.create_task(_client_gone(request))
-    await asyncio.wait({asking, watching}, return_when=asyncio.FIRST_COMPLETED)
-    watching.cancel()
     try:
+        await asyncio.wait({asking, watching}, return_when=asyncio.FIRST_COMPLETED)
         if not asking.done():
-            asking.cancel()
             raise ConnectionResetError("the client closed the connection")
         try:
             result = asking.result()
@@ -250,10 +260,17 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
         else:
             await send("answer", answer_to_json(result, trace=False))
         await response.write_eof()
-    except (ConnectionResetError, ClientConnectionResetError) as exc:
+    except (ConnectionResetError, ClientConnectionResetError, asyncio.CancelledError) as exc:
+        # The client went away (the server may cancel this handler too): stop the question, LLM included.
+        log.info(
+            "client left the stream before the answer; the question was cancelled (%s)", type(exc).__name__
+        )
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+    finally:
+        watching.cancel()
         asking.cancel()
-        await asyncio.gather(asking, return_exceptions=True)
-        log.info("client left the stream before the answer; the question was cancelled (%s)", exc)
+        await asyncio.gather(asking, watching, return_exceptions=True)
     return response
 
 

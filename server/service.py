@@ -122,6 +122,7 @@ class DocfinderService:
         def load() -> None:
             self._current_snapshot()
             self.embedder.embed_query("warm-up")  # load the model now, not on the first request
+            _ = self.conversations, self.feedback  # open the stores now: a bad database fails at start
 
         await asyncio.to_thread(load)
         return self
@@ -186,7 +187,7 @@ class DocfinderService:
         url = self.settings.database_url.get_secret_value() or None
         if url is not None and self._databases:  # one PostgreSQL pool serves both stores
             return self._databases[0]
-        database = open_database(url, sqlite_path)
+        database = open_database(url, sqlite_path, self.settings.database_busy_timeout_s)
         self._databases.append(database)
         return database
 

@@ -324,6 +324,9 @@ class Settings(BaseSettings):
         SecretStr(""),
         description="PostgreSQL DSN (postgresql://…) for conversations and feedback; unset: SQLite files.",
     )
+    database_busy_timeout_s: float = Field(
+        10.0, gt=0, le=600, description="How long a write waits for another writer's lock before 503."
+    )
     feedback_path: Path = Field(
         Path(".docfinder/feedback.sqlite3"), description="SQLite file of feedback on answers."
     )

@@ -1,0 +1,504 @@
+"""Every front door locked, every bad request a clear 4xx: each test is an attack that worked before.
+
+The server runs for real on loopback (aiohttp's test server), with API keys, two collections
+(one of them private), SQLite stores and a deterministic OpenAI-compatible LLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+
+import aiohttp
+import jwt
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from index_build.builder import ingest
+from pipeline.answers import Caller
+from server.admission import OverloadedError, WorkPool
+from server.auth import check_bind
+from server.cli import main
+from server.http_api import create_app
+from server.service import DocfinderService
+from server.settings import load_settings
+from tests.fake_llm import FakeLLMServer
+from tests.samples import write_sample_corpus
+
+ALPHA = "alpha-key-" + "0" * 30  # reads everything
+BETA = "beta-key-" + "1" * 30  # reads the handbook only
+SECRET_FACT = "The director's salary is 212,345 euros a year."
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.fixture(scope="module")
+def llm():
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def index(tmp_path, embedder) -> Path:
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "salaries.md").write_text(f"# Salaries\n\n## Director\n\n{SECRET_FACT}\n")
+    ingest(tmp_path / "index", [private], embedder=embedder)
+    return tmp_path / "index"
+
+
+@pytest.fixture
+def settings(tmp_path, index, llm):
+    def make(**overrides):
+        values = {
+            "index_dir": index,
+            "conversations_path": tmp_path / "conversations.sqlite3",
+            "feedback_path": tmp_path / "feedback.sqlite3",
+            "llm_api_base": llm.url,
+            "api_keys": {"alpha": {"key": ALPHA}, "beta": {"key": BETA, "collections": ["handbook"]}},
+        }
+        return load_settings(**{**values, **overrides})
+
+    return make
+
+
+@pytest.fixture
+async def server(settings, embedder):
+    """``await server(**settings)`` → (client, service) over a real loopback server."""
+    async with DocfinderService(settings(), embedder=embedder) as shared:
+        clients = []
+
+        async def start(**overrides):
+            service = shared
+            if overrides:
+                service = DocfinderService(settings(**overrides), embedder=embedder)
+                await service.__aenter__()
+            client = TestClient(TestServer(create_app(service, service.settings)))
+            await client.start_server()
+            clients.append((client, service is not shared and service))
+            return client, service
+
+        yield start
+        for client, own in clients:
+            await client.close()
+            if own:
+                await own.__aexit__(None, None, None)
+
+
+# 1. The REST API has no authentication; collection scopes are ignored.
+
+
+async def test_every_api_route_needs_a_key_and_a_key_reads_only_its_collections(server):
+    client, _ = await server()
+    routes = {
+        "/v1/ask": {"question": "When are proposals due?"},
+        "/v1/ask/stream": {"question": "When are proposals due?"},
+        "/v1/search": {"query": "salary"},
+        "/v1/feedback": {"answer_id": "x"},
+    }
+    for route, body in routes.items():
+        for headers in ({}, bearer("wrong-" + "2" * 30), {"Authorization": f"Basic {ALPHA}"}):
+            response = await client.post(route, json=body, headers=headers)
+            assert response.status == 401 and "Bearer" in response.headers["WWW-Authenticate"], route
+    assert (await client.get("/metrics")).status == 401
+    assert (await client.get("/healthz")).status == 200, "health stays open for load balancers"
+
+    beta = await (
+        await client.post("/v1/search", json={"query": "director salary"}, headers=bearer(BETA))
+    ).json()
+    assert beta["hits"] and all(h["collection"] == "handbook" for h in beta["hits"])
+    assert SECRET_FACT not in json.dumps(beta)
+    denied = await client.post(
+        "/v1/search", json={"query": "salary", "collections": ["private"]}, headers=bearer(BETA)
+    )
+    assert denied.status == 403 and "private" in (await denied.json())["error"]
+    alpha = await (
+        await client.post("/v1/search", json={"query": "director salary"}, headers=bearer(ALPHA))
+    ).json()
+    assert any(SECRET_FACT in h["text"] for h in alpha["hits"])
+
+
+def test_serve_http_refuses_a_public_address_without_keys(tmp_path, index, capsys):
+    code = main(["serve", "http", "--index", str(index), "--host", "0.0.0.0", "--port", "0"])
+    assert (
+        code != 0
+        and "refusing to serve the HTTP API on 0.0.0.0 without credentials" in capsys.readouterr().err
+    )
+    check_bind("127.0.0.1", authenticated=False, insecure=False)  # loopback stays open for local use
+    check_bind("0.0.0.0", authenticated=True, insecure=False)
+
+
+# 2. Conversations can be read and written by anyone who guesses their id.
+
+
+async def test_conversations_belong_to_their_caller(server):
+    client, service = await server()
+    slack = Caller("slack:T1:C1", names_conversations=True)
+    thread = "slack:T1:C1:1795370021.000100"
+    await service.ask("When are proposals due?", conversation_id=thread, caller=slack)
+    before = service.conversations.history(thread)
+
+    stolen = await client.post(
+        "/v1/ask",
+        json={"question": "and what did I ask before?", "conversation_id": thread},
+        headers=bearer(ALPHA),
+    )
+    assert stolen.status == 404 and service.conversations.history(thread) == before
+    invented = await client.post(
+        "/v1/ask", json={"question": "hello", "conversation_id": "my-own-id"}, headers=bearer(ALPHA)
+    )
+    assert invented.status == 404, "a caller cannot choose a conversation id"
+
+    first = await (
+        await client.post("/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA))
+    ).json()
+    assert len(first["conversation_id"]) >= 24
+    follow = {"question": "And how many co-investigators?", "conversation_id": first["conversation_id"]}
+    assert (await client.post("/v1/ask", json=follow, headers=bearer(ALPHA))).status == 200
+    assert (await client.post("/v1/ask", json=follow, headers=bearer(BETA))).status == 404
+    feedback = {"answer_id": first["answer_id"], "rating": 1}
+    assert (await client.post("/v1/feedback", json=feedback, headers=bearer(BETA))).status == 404
+    assert (await client.post("/v1/feedback", json=feedback, headers=bearer(ALPHA))).status == 201
+
+
+# 3. Ingest follows file symlinks out of the source tree.
+
+
+def test_ingest_does_not_follow_links_out_of_its_folders_and_reports_them(tmp_path, embedder):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secrets.md").write_text("The root password is hunter2-correct-horse.\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nThe guide explains the cryostat warm-up.\n")
+    (docs / "linked.md").symlink_to(outside / "secrets.md")
+    (docs / "folder").symlink_to(outside)
+    (docs / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    (docs / "inside.md").symlink_to(docs / "guide.md")
+    report = ingest(tmp_path / "index", [docs], embedder=embedder)
+    reasons = {Path(f.path).name: f.reason for f in report.failures}
+    assert "outside the ingested folders" in reasons["linked.md"]
+    assert "outside the ingested folders" in reasons["folder"]
+    assert "dangling" in reasons["gone.md"]
+    assert report.documents == 2, "the guide and the link to it inside the folder"
+    from index_build.snapshot import open_live
+
+    snapshot = open_live(tmp_path / "index")
+    assert all("hunter2" not in c.text for col in snapshot.collections.values() for c in col.chunks)
+
+
+# 4. `serve teams` without an app id sends answers to any URL the caller names.
+
+
+async def test_the_teams_bot_replies_only_to_bot_framework_services(tmp_path, embedder, llm, index):
+    from server.chat_bots import mount_teams
+    from tests.fake_chat import BotServer, FakeConnector
+    from tests.test_teams_bot import question
+
+    async with (
+        FakeConnector() as trusted,
+        FakeConnector() as attacker,
+        BotServer(index.parent, embedder, llm.url, mount_teams) as bots,
+    ):
+        client, _ = await bots.start(teams_service_urls=[trusted.url])
+        response = await client.post("/api/messages", json=question(attacker, "When are proposals due?"))
+        assert response.status == 403
+        await asyncio.sleep(0.5)
+        assert attacker.activities == [], "nothing was sent to the URL the request named"
+        response = await client.post("/api/messages", json=question(trusted, "When are proposals due?"))
+        assert response.status in (200, 201)
+        await trusted.wait_for(lambda c: c.messages())
+
+
+def test_serve_teams_refuses_a_public_address_without_an_app_id(index, capsys):
+    code = main(["serve", "teams", "--index", str(index), "--host", "0.0.0.0", "--port", "0"])
+    assert code != 0 and "the Teams bot (no teams_app_id)" in capsys.readouterr().err
+
+
+# 5. One request can freeze the whole server through Teams auth.
+
+
+class BlackHole:
+    """A TCP server that accepts connections and never answers (outbound HTTPS black-holed)."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> BlackHole:
+        async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.connections += 1
+            await asyncio.sleep(3600)
+
+        self._server = await asyncio.start_server(hold, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/.well-known/openid"
+
+
+async def test_forged_teams_tokens_neither_block_the_event_loop_nor_fetch_keys_again(
+    tmp_path, embedder, llm, index
+):
+    from botframework.connector.auth import AuthenticationConstants, GovernmentConstants
+    from botframework.connector.auth.jwt_token_extractor import JwtTokenExtractor
+
+    from bots.teams import OpenIdMetadata, install_openid_metadata
+    from server.chat_bots import mount_teams
+    from tests.fake_chat import BotServer, FakeConnector
+    from tests.test_teams_bot import question
+
+    app_id = "00000000-0000-0000-0000-000000000001"
+    forged = jwt.encode(
+        {"iss": "https://api.botframework.com", "aud": app_id, "serviceurl": "x"},
+        "not-the-key",
+        algorithm="HS256",
+        headers={"kid": "forged-key"},
+    )
+    async with (
+        BlackHole() as hole,
+        FakeConnector() as connector,
+        BotServer(index.parent, embedder, llm.url, mount_teams) as bots,
+    ):
+        client, _ = await bots.start(
+            teams_app_id=app_id, teams_app_password="pw", teams_service_urls=[connector.url]
+        )
+        install_openid_metadata(1.0)
+        urls = [
+            value
+            for constants in (AuthenticationConstants, GovernmentConstants)
+            for value in vars(constants).values()
+            if isinstance(value, str) and "openid" in value.lower()
+        ]
+        previous = dict(JwtTokenExtractor.metadataCache)
+        for url in urls:  # every signing-key URL botbuilder may use leads into the black hole
+            JwtTokenExtractor.metadataCache[url] = OpenIdMetadata(hole.url, timeout_s=1.0)
+        try:
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.05)
+                    ticks += 1
+
+            ticker = asyncio.create_task(tick())
+            headers = {"Authorization": f"Bearer {forged}"}
+            first = await client.post("/api/messages", json=question(connector, "hi"), headers=headers)
+            ticker.cancel()
+            assert first.status == 401
+            assert ticks >= 5, "the event loop kept running while the signing keys were fetched"
+            fetches = hole.connections
+            assert fetches >= 1
+            second = await client.post("/api/messages", json=question(connector, "hi"), headers=headers)
+            assert second.status == 401 and hole.connections == fetches, "a failed fetch is remembered"
+        finally:
+            JwtTokenExtractor.metadataCache.clear()
+            JwtTokenExtractor.metadataCache.update(previous)
+
+
+# 6. Rejected requests grow memory and break /metrics.
+
+
+async def test_a_junk_search_mode_is_refused_before_it_becomes_a_metric_label(server):
+    client, _ = await server()
+    for n in range(30):
+        junk = f"J{n}" + "J" * 30_000
+        response = await client.post("/v1/search", json={"query": "x", "mode": junk}, headers=bearer(ALPHA))
+        assert response.status == 400
+    metrics = await (await client.get("/metrics", headers=bearer(ALPHA))).text()
+    assert "JJJJ" not in metrics and len(metrics) < 200_000
+
+
+# 7. 500s from bad bodies; the schema and the parser disagree; Slack headers and retries.
+
+
+async def test_bad_bodies_are_400s_on_every_route(server):
+    client, _ = await server()
+    deep = "[" * 30_000 + "]" * 30_000
+    bodies = [
+        (b"\xff\xfe\x00garbage", "application/json"),
+        (json.dumps({"question": "x", "query": "x", "answer_id": "x"}).encode("utf-16"), "application/json"),
+        (b'{"question": "x"}', "application/json; charset=bogus-charset"),
+        (b'{"question": "\\ud800", "query": "\\ud800", "answer_id": "\\ud800"}', "application/json"),
+        (deep.encode(), "application/json"),
+    ]
+    for route in ("/v1/ask", "/v1/ask/stream", "/v1/search", "/v1/feedback"):
+        for body, content_type in bodies:
+            response = await client.post(
+                route, data=body, headers={"Content-Type": content_type, **bearer(ALPHA)}
+            )
+            assert response.status == 400, (route, body[:20], response.status)
+            assert (await response.json())["error"]
+
+
+async def test_requests_are_held_to_the_schema(server):
+    client, _ = await server()
+    cases = [
+        ("/v1/ask", {"question": "x", "conversation_id": 5}),
+        ("/v1/ask/stream", {"question": "x", "conversation_id": 5}),
+        ("/v1/search", {"query": "x", "k": True}),
+        ("/v1/search", {"query": "x" * 60_000}),
+        ("/v1/feedback", {"answer_id": "x", "rating": True}),
+        ("/v1/feedback", {"answer_id": "x", "user": {}}),
+        ("/v1/ask", {"question": "x", "unknown": 1}),
+    ]
+    for route, body in cases:
+        response = await client.post(route, json=body, headers=bearer(ALPHA))
+        assert response.status == 400, (route, body)
+        assert response.content_type == "application/json", "refused before any stream starts"
+    spec = await (await client.get("/openapi.json")).json()
+    search = spec["paths"]["/v1/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert search["additionalProperties"] is False and search["properties"]["k"]["type"] == "integer"
+
+
+async def test_slack_malformed_headers_are_401_and_a_retried_event_is_answered_once(
+    tmp_path, embedder, llm, index
+):
+    from server.chat_bots import mount_slack
+    from tests.fake_chat import BotServer, FakeSlackAPI
+    from tests.test_slack_bot import SECRET, final_answers, mention, signed
+
+    async with FakeSlackAPI() as api, BotServer(index.parent, embedder, llm.url, mount_slack) as bots:
+        client, _ = await bots.start(
+            slack_bot_token="xoxb-test", slack_signing_secret=SECRET, slack_api_url=api.url
+        )
+        body, headers = signed(mention("When are proposals due?"))
+        bad_time = await client.post(
+            "/slack/events", data=body, headers={**headers, "X-Slack-Request-Timestamp": "soon"}
+        )
+        assert bad_time.status == 401
+        not_utf8 = await client.post(
+            "/slack/events", data=b"\xff\xfe{", headers={"Content-Type": "application/json"}
+        )
+        assert not_utf8.status == 401
+        assert (await client.post("/slack/events", data=body, headers=headers)).status == 200
+        retry = {**headers, "X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+        assert (await client.post("/slack/events", data=body, headers=retry)).status == 200
+        await api.wait_for(lambda a: final_answers(a))
+        await asyncio.sleep(1.0)
+        assert len(api.made("chat.postMessage")) == 1, "the retried delivery was not answered again"
+
+
+# 8. SQLite contention becomes a raw 500.
+
+
+async def test_a_locked_database_is_a_503_with_retry_after_and_reads_need_no_lock(server, tmp_path):
+    client, service = await server(database_busy_timeout_s=0.3)
+    answer = await (
+        await client.post("/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA))
+    ).json()
+    holder = sqlite3.connect(tmp_path / "feedback.sqlite3", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        busy = await client.post(
+            "/v1/feedback", json={"answer_id": answer["answer_id"], "rating": 5}, headers=bearer(ALPHA)
+        )
+        assert busy.status == 503 and busy.headers["Retry-After"].isdigit()
+        assert service.feedback.count() == 0, "a read does not wait for the writer"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    stored = await client.post(
+        "/v1/feedback", json={"answer_id": answer["answer_id"], "rating": 5}, headers=bearer(ALPHA)
+    )
+    assert stored.status == 201 and service.feedback.count() == 1
+
+
+# 10. No load shedding on search.
+
+
+async def test_searches_beyond_the_queue_are_refused_at_once():
+    pool = WorkPool(workers=1, queue=1, name="search")
+    release = threading.Event()
+    running = [asyncio.create_task(pool.run(release.wait)) for _ in range(2)]
+    await asyncio.sleep(0.1)
+    with pytest.raises(OverloadedError):
+        await pool.run(lambda: None)
+    admitted = asyncio.create_task(pool.run(lambda: "done", admitted=True))  # a question already let in
+    release.set()
+    await asyncio.gather(*running)
+    assert await admitted == "done"
+    pool.close()
+
+
+async def test_health_answers_while_every_search_slot_is_taken(server):
+    client, service = await server(max_concurrent_searches=1, search_queue=0)
+    release = threading.Event()
+    blocked = asyncio.create_task(service._searches.run(release.wait))
+    await asyncio.sleep(0.1)
+    health = await client.get("/healthz")
+    assert health.status == 200 and (await health.json())["searches_waiting"] == 1
+    shed = await client.post("/v1/search", json={"query": "proposal"}, headers=bearer(ALPHA))
+    assert shed.status == 503 and shed.headers["Retry-After"].isdigit()
+    release.set()
+    await blocked
+    assert (await client.post("/v1/search", json={"query": "proposal"}, headers=bearer(ALPHA))).status == 200
+
+
+# 11. A client that leaves an SSE stream early does not cancel the ask.
+
+
+async def test_a_client_that_leaves_the_stream_cancels_its_question(settings, embedder, caplog, tmp_path):
+    with FakeLLMServer(delay_s=1.0) as slow:
+        service = DocfinderService(settings(llm_api_base=slow.url), embedder=embedder)
+        async with service, TestServer(create_app(service, service.settings)) as test_server:
+            caplog.set_level(logging.INFO)
+            async with aiohttp.ClientSession() as session:
+                response = await session.post(
+                    test_server.make_url("/v1/ask/stream"),
+                    json={"question": "When are proposals due?"},
+                    headers=bearer(ALPHA),
+                )
+                assert (await response.content.readline()).startswith(b"event: status")
+                response.close()  # the client goes away
+            await asyncio.sleep(2.5)
+            calls = slow.requests
+            await asyncio.sleep(3.0)
+            assert slow.requests == calls and calls <= 3, "no LLM call after the client left"
+        turns = sqlite3.connect(tmp_path / "conversations.sqlite3").execute("SELECT COUNT(*) FROM turns")
+        assert turns.fetchone()[0] == 0
+    assert any("client left the stream" in r.getMessage() for r in caplog.records)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# 12. /mcp behind a reverse proxy; absolute server paths in hits.
+
+
+async def test_mcp_accepts_the_public_host_and_hits_hide_server_paths(server, index):
+    client, _ = await server(public_hosts=["docfinder.example.org"])
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {**bearer(ALPHA), "Accept": "application/json, text/event-stream"}
+    proxied = await client.post("/mcp", json=initialize, headers={**headers, "Host": "docfinder.example.org"})
+    assert proxied.status == 200
+    rebinding = await client.post("/mcp", json=initialize, headers={**headers, "Host": "evil.example"})
+    assert rebinding.status == 421
+    hits = (
+        await (await client.post("/v1/search", json={"query": "proposal"}, headers=bearer(ALPHA))).json()
+    )["hits"]
+    assert hits and all(
+        not h["source"].startswith("/") and str(index.parent) not in h["source"] for h in hits
+    )
+    assert {h["source"].split("/")[0] for h in hits} <= {"handbook", "private"}
