@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 SERVICE = web.AppKey("service", DocfinderService)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 CALLER = web.RequestKey("caller", Caller)
-MAX_REQUEST_BYTES = 64 * 1024
+MAX_REQUEST_BYTES = 1024 * 1024  # room for the longest text the models allow, JSON-escaped
 RETRY_AFTER_S = 5
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]+")
 

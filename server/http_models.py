@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pipeline.answers import FEEDBACK_LABELS
 from pipeline.errors import InvalidRequestError
 
-MAX_TEXT_CHARS = 100_000  # the largest max_question_chars allows; the service applies the configured one
+MAX_TEXT_CHARS = 20_000  # the largest max_question_chars allows; the service applies the configured one
 MAX_ID_CHARS = 256
 MAX_COLLECTIONS = 50
 

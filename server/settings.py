@@ -314,7 +314,7 @@ class Settings(BaseSettings):
         "text", description="Log lines as text, or one JSON object each (with the request id) for collectors."
     )
     max_question_chars: int = Field(
-        2000, ge=10, le=100_000, description="Longest question accepted by every front door, in characters."
+        2000, ge=10, le=20_000, description="Longest question accepted by every front door, in characters."
     )
     source_url_prefixes: dict[str, str] = Field(
         default_factory=dict,

@@ -72,7 +72,9 @@ async def test_bad_requests_get_clear_4xx_errors(client):
     assert missing.status == 400 and "question: Field required" in (await missing.json())["error"]
     unknown = await client.post("/v1/search", json={"query": "x", "collections": ["nope"]})
     assert unknown.status == 400 and "unknown collection" in (await unknown.json())["error"]
-    huge = await client.post("/v1/ask", json={"question": "x" * 100_000})
+    long = await client.post("/v1/ask", json={"question": "x" * 100_000})
+    assert long.status == 400 and "at most 20000 characters" in (await long.json())["error"]
+    huge = await client.post("/v1/ask", json={"question": "x" * 2_000_000})
     assert huge.status == 413
 
 
