@@ -37,8 +37,9 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
+# ONLY=agent,ingest runs those parts only (python -m benchmarks.run --list names them).
 bench: install
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run $(if $(ONLY),--only $(ONLY))
 
 lint: install
 	$(BIN)/ruff check .

@@ -66,14 +66,14 @@ def bench_load_and_faults(settings: Settings) -> dict[str, Any]:
         bench_settings = settings.model_copy(update={"index_dir": index, "keep_versions": SWAPS + 5})
         run_ingest(bench_settings, [corpus], collection="docs")
         with FakeLLMServer(delay_s=0.02) as llm:
-            env = _server_env(work, index, llm.url)
-            with _server(env) as url:
+            env = server_env(work, index, llm.url)
+            with serve_http(env) as url:
                 load = asyncio.run(_load(url, 200))
                 swaps = asyncio.run(_swaps_under_load(url, bench_settings, corpus, index))
-        with FakeLLMServer(delay_s=0.5) as llm, _server(_server_env(work, index, llm.url)) as url:
+        with FakeLLMServer(delay_s=0.5) as llm, serve_http(server_env(work, index, llm.url)) as url:
             outage = asyncio.run(_llm_outage(url, llm))
         with FakeLLMServer() as llm:
-            crash = _kill_during_feedback(_server_env(work, index, llm.url), work / "feedback.sqlite3")
+            crash = _kill_during_feedback(server_env(work, index, llm.url), work / "feedback.sqlite3")
     return {"load": load, "index_swaps": swaps, "llm_outage": outage, "kill_during_feedback": crash}
 
 
@@ -85,7 +85,7 @@ def _write_swap_document(corpus: Path, revision: int) -> None:
     )
 
 
-def _server_env(work: Path, index: Path, llm_url: str) -> dict[str, str]:
+def server_env(work: Path, index: Path, llm_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCFINDER_")}
     env.update(
         {
@@ -100,9 +100,9 @@ def _server_env(work: Path, index: Path, llm_url: str) -> dict[str, str]:
 
 
 @contextmanager
-def _server(env: dict[str, str]) -> Iterator[str]:
+def serve_http(env: dict[str, str]) -> Iterator[str]:
     """``docfinder serve http`` on a free loopback port; yields its URL once /healthz answers."""
-    process, url = _start_server(env)
+    process, url = start_server(env)
     try:
         yield url
     finally:
@@ -110,7 +110,7 @@ def _server(env: dict[str, str]) -> Iterator[str]:
         process.wait(timeout=30)
 
 
-def _start_server(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def start_server(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -273,7 +273,7 @@ def _clear(result: dict[str, Any]) -> bool:
 
 def _kill_during_feedback(env: dict[str, str], database: Path) -> dict[str, Any]:
     """Feedback pours in; the server is killed with SIGKILL mid-stream; every 201 must be on disk."""
-    process, url = _start_server(env)
+    process, url = start_server(env)
     try:
         acknowledged, not_acknowledged = asyncio.run(_feedback_until_killed(url, process))
     finally:

@@ -1,14 +1,23 @@
-"""`make bench`: run every benchmark whose data is present and print one JSON document."""
+"""`make bench`: run every benchmark whose data is present and print one JSON document.
+
+``make bench ONLY=agent,ingest`` (or ``python -m benchmarks.run --only agent,ingest``) runs
+the named parts only; ``--list`` shows them.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import platform
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from benchmarks.agent_sec import bench_agent
+from benchmarks.hardening import bench_hardening
 from benchmarks.ingest_search import bench_ingest_and_search
 from benchmarks.load_fault import bench_load_and_faults
 from server.eval_context import evaluate_context
@@ -23,36 +32,49 @@ def bench_retrieval(dataset: Path) -> dict:
     return evaluate_retrieval(dataset, "test", load_settings(), cache_dir=Path(".docfinder/eval"))
 
 
-def main() -> int:
+# name → (the data folder it needs or None, the result key, the function)
+PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
+    "ingest": ("sec10q", "ingest_search", lambda: bench_ingest_and_search(DATA)),
+    "context": ("sec10q", "context_sec10q", lambda: evaluate_context(DATA / "sec10q", load_settings())),
+    "load": (None, "load_and_faults", lambda: bench_load_and_faults(load_settings())),
+    "hardening": (None, "hardening", lambda: bench_hardening(load_settings())),
+    "agent": ("sec10q", "agent_sec10q", lambda: bench_agent(DATA / "sec10q", load_settings())),
+    "retrieval": ("scifact", "retrieval_scifact", lambda: bench_retrieval(DATA / "scifact")),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks.run", description=__doc__)
+    parser.add_argument("--only", default=os.environ.get("ONLY", ""), help="comma-separated parts")
+    parser.add_argument("--list", action="store_true", help="list the parts and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(PARTS))
+        return 0
+    chosen = [p.strip() for p in args.only.split(",") if p.strip()] or list(PARTS)
+    unknown = sorted(set(chosen) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
     results: dict = {
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "parts": chosen,
     }
     skipped = {}
-    if (DATA / "sec10q").is_dir():
-        results["ingest_search"] = bench_ingest_and_search(DATA)
-    else:
-        skipped["ingest_search"] = f"{DATA / 'sec10q'} is absent"
-    if (DATA / "sec10q").is_dir():
-        results["context_sec10q"] = evaluate_context(DATA / "sec10q", load_settings())
-    else:
-        skipped["context_sec10q"] = f"{DATA / 'sec10q'} is absent"
-    # Loopback only, on docfinder's own docs: needs no shared data.
-    results["load_and_faults"] = bench_load_and_faults(load_settings())
-    if (DATA / "sec10q").is_dir():
-        results["agent_sec10q"] = bench_agent(DATA / "sec10q", load_settings())
-    else:
-        skipped["agent_sec10q"] = f"{DATA / 'sec10q'} is absent"
-    if (DATA / "scifact").is_dir():
-        results["retrieval_scifact"] = bench_retrieval(DATA / "scifact")
-    else:
-        skipped["retrieval_scifact"] = f"{DATA / 'scifact'} is absent"
+    for name in chosen:
+        data, key, run = PARTS[name]
+        if data is not None and not (DATA / data).is_dir():
+            skipped[key] = f"{DATA / data} is absent"
+            continue
+        results[key] = run()
     if skipped:
         results["skipped"] = skipped
     out = Path("bench-results")
     out.mkdir(exist_ok=True)
     text = json.dumps(results, indent=2)
-    (out / "latest.json").write_text(text)
+    (out / ("latest.json" if len(chosen) == len(PARTS) else f"latest-{'-'.join(chosen)}.json")).write_text(
+        text
+    )
     print(text)
     return 0
 

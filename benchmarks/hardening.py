@@ -1,0 +1,140 @@
+"""Hardening benchmarks on loopback, against the real ``docfinder serve http`` in a subprocess
+(a deterministic OpenAI-compatible LLM in a thread, docfinder's own docs as the corpus).
+
+1. Memory per request: the server's resident set size after 200 and after 2,000 asks; the
+   growth between them must stay under 5 % (DSPy's call history off, nothing kept per ask).
+2. Health under a search flood: p50/p95 latency of ``/healthz`` while 400 searches arrive at
+   once (searches run in their own bounded pool, and the excess is refused with 503).
+3. Fuzzing: schemathesis generates requests from ``/openapi.json`` for every operation; the
+   number of 5xx answers must be 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from benchmarks.load_fault import REPO, server_env, start_server
+from server.eval_retrieval import percentile
+from server.service import run_ingest
+from server.settings import Settings
+from tests.fake_llm import FakeLLMServer
+
+ASKS = (200, 2000)
+SEARCH_FLOOD = 400
+FUZZ_EXAMPLES = 100
+
+
+def bench_hardening(settings: Settings) -> dict[str, Any]:
+    """Run the three phases; see the module docstring."""
+    with tempfile.TemporaryDirectory(prefix="docfinder-hardening-") as tmp:
+        work = Path(tmp)
+        corpus = work / "corpus"
+        shutil.copytree(REPO / "docs", corpus)
+        index = work / "index"
+        run_ingest(settings.model_copy(update={"index_dir": index}), [corpus], collection="docs")
+        with FakeLLMServer() as llm:
+            process, url = start_server(server_env(work, index, llm.url))
+            try:
+                memory = asyncio.run(_memory(url, process.pid))
+                health = asyncio.run(_health_under_search_flood(url))
+                fuzz = _fuzz(url)
+            finally:
+                process.terminate()
+                process.wait(timeout=30)
+    return {"memory": memory, "health_under_search_flood": health, "fuzzing": fuzz}
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+async def _memory(url: str, pid: int) -> dict[str, Any]:
+    rss: dict[str, float] = {}
+    errors = 0
+    done = 0
+    async with aiohttp.ClientSession() as session:
+        semaphore = asyncio.Semaphore(8)
+
+        async def ask(n: int) -> None:
+            nonlocal errors
+            async with (
+                semaphore,
+                session.post(f"{url}/v1/ask", json={"question": f"How are versions published? {n}"}) as r,
+            ):
+                errors += r.status != 200
+                await r.read()
+
+        for target in ASKS:
+            await asyncio.gather(*(ask(n) for n in range(done, target)))
+            done = target
+            rss[f"after_{target}_asks_mb"] = round(_rss_mb(pid), 1)
+    first, last = (rss[f"after_{n}_asks_mb"] for n in ASKS)
+    return {**rss, "growth_pct": round(100 * (last - first) / first, 2), "errors": errors}
+
+
+async def _health_under_search_flood(url: str) -> dict[str, Any]:
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+        async def search(n: int) -> None:
+            async with session.post(f"{url}/v1/search", json={"query": f"hybrid search fusion {n}"}) as r:
+                statuses[r.status] = statuses.get(r.status, 0) + 1
+                await r.read()
+
+        async def health(flood: asyncio.Task) -> None:
+            while not flood.done():
+                started = time.perf_counter()
+                async with session.get(f"{url}/healthz") as r:
+                    await r.read()
+                latencies.append((time.perf_counter() - started) * 1000)
+                await asyncio.sleep(0.02)
+
+        flood = asyncio.ensure_future(asyncio.gather(*(search(n) for n in range(SEARCH_FLOOD))))
+        await asyncio.gather(flood, health(flood))
+    return {
+        "searches": SEARCH_FLOOD,
+        "search_statuses": {str(k): v for k, v in sorted(statuses.items())},
+        "healthz_ms": {
+            "p50": round(statistics.median(latencies), 2),
+            "p95": round(percentile(latencies, 0.95), 2),
+            "samples": len(latencies),
+        },
+    }
+
+
+def _fuzz(url: str) -> dict[str, Any]:
+    import hypothesis
+    import schemathesis
+
+    schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
+    statuses: dict[str, int] = {}
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @hypothesis.given(operation.as_strategy())
+        @hypothesis.settings(
+            max_examples=FUZZ_EXAMPLES,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(hypothesis.HealthCheck),
+            database=None,
+        )
+        def call(case: Any) -> None:
+            response = case.call(base_url=url, timeout=120)
+            key = f"{response.status_code // 100}xx"
+            statuses[key] = statuses.get(key, 0) + 1
+
+        call()
+    return {"requests": sum(statuses.values()), "by_class": statuses, "server_errors": statuses.get("5xx", 0)}
