@@ -95,8 +95,9 @@ class DocfinderService:
         lm: Any = None,
         llm_history: bool = False,
     ) -> None:
-        # DSPy keeps every prompt and reply unless told not to: a server would grow without
-        # bound. ``llm_history`` keeps it (debugging; tests that read the prompts).
+        # DSPy keeps every prompt and reply, and every prediction's inputs, unless told not to:
+        # a server would grow with every question. ``llm_history`` keeps them (debugging; tests
+        # that read the prompts).
         self.llm_history = llm_history
         self.settings = settings
         self._embedder = embedder
@@ -254,7 +255,11 @@ class DocfinderService:
         # Admission control: beyond this many questions at once, the rest wait here, so that the
         # LLM timeout measures the LLM, not a queue inside docfinder.
         async with self._ask_slots:
-            with dspy.context(lm=lm, adapter=self._adapter, disable_history=not self.llm_history):
+            # DSPy also keeps a trace of every prediction (10,000 by default) for its optimisers.
+            keep = self.llm_history
+            with dspy.context(
+                lm=lm, adapter=self._adapter, disable_history=not keep, trace=[] if keep else None
+            ):
                 answer = await self.agent.acall(
                     question, retrieve, history=history, on_status=status, sparse_available=sparse_available
                 )
