@@ -264,7 +264,7 @@ async def test_forged_teams_tokens_neither_block_the_event_loop_nor_fetch_keys_a
     app_id = "00000000-0000-0000-0000-000000000001"
     forged = jwt.encode(
         {"iss": "https://api.botframework.com", "aud": app_id, "serviceurl": "x"},
-        "not-the-key",
+        "not-the-signing-key-of-the-bot-framework",
         algorithm="HS256",
         headers={"kid": "forged-key"},
     )
