@@ -54,8 +54,6 @@ class EvidenceIndex(Protocol):
 
     def chunk_bm25(self, doc_id: str, terms: Sequence[str]) -> np.ndarray: ...
 
-    def chunk(self, chunk_id: str) -> Chunk: ...
-
 
 @dataclass(frozen=True, slots=True)
 class EvidenceConfig:
