@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from index_build.chunking import ChunkingOptions, chunk_pieces
-from index_build.convert import DocumentConverter
+from index_build.convert import SUPPORTED_SUFFIXES, DocumentConverter
 from index_build.document import ParsedDocument
 from index_build.evidence import EVIDENCE_VERSION, document_units
 from index_build.layout import (
@@ -111,6 +111,7 @@ class IngestReport:
     embedded_chunks: int = 0
     embedded_units: int = 0
     units: int = 0
+    ignored: list[str] = field(default_factory=list)
     reused_embeddings: int = 0
     seconds: float = 0.0
     failures: list[Failure] = field(default_factory=list)
@@ -157,6 +158,8 @@ def ingest(
         if live and previous is None:
             log.info("embedder or chunking changed since %s: every file is processed again", live.version_id)
             sources = sources + _sources_outside(live, roots)
+        ignored = [s for s in sources if s.path.suffix.lower() not in SUPPORTED_SUFFIXES]
+        sources = [s for s in sources if s not in ignored]
         documents, failures, converted = _process_sources(
             sources, previous, converter, embedder, options, progress, enricher
         )
@@ -170,6 +173,7 @@ def ingest(
             reused=len(documents) - converted,
             removed=removed,
             failures=[Failure(path, reason) for path, reason in discovery.skipped] + failures,
+            ignored=[s.path.name for s in ignored],
         )
         if (converted or removed or previous is None) and all_documents:
             _embed_missing(all_documents, previous, embedder, progress, report)

@@ -72,7 +72,9 @@ class SentenceTransformerEmbedder:
     @cached_property
     def _model(self):
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
 
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every command
         with self._lock:
             return SentenceTransformer(str(self.model_dir), device="cpu", local_files_only=True)
 

@@ -208,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(args.config, index_dir=getattr(args, "index", None))
         level = logging.INFO if args.verbose else logging.getLevelName(settings.log_level.upper())
-        configure_logging(level, settings.log_format)
-        logging.getLogger("bm25s").setLevel(max(level, logging.INFO))  # it logs every index build at DEBUG
+        configure_logging(level, settings.log_format, verbose=args.verbose)
         return _dispatch(args, settings)
     except ConfigurationError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")

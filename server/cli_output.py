@@ -69,6 +69,11 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         f"{report.embedded_chunks} chunks and {report.embedded_units} evidence units embedded) "
         f"in {report.seconds:.1f} s"
     )
+    if report.ignored:
+        console.print(
+            f"[dim]{len(report.ignored)} ignored (file types docfinder does not read): "
+            f"{escape(', '.join(report.ignored[:5]))}{' …' if len(report.ignored) > 5 else ''}[/]"
+        )
     if report.failures:
         console.print(f"[red]{len(report.failures)} file(s) skipped:[/]")
         for failure in report.failures:

@@ -48,9 +48,29 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def configure_logging(level: int, style: Literal["text", "json"] = "text") -> None:
-    """Root logging to stderr in the chosen style (called once, by the CLI)."""
+OUR_PACKAGES = ("server", "bots", "pipeline", "index_build", "programs", "benchmarks")
+
+
+class QuietLibraries(logging.Filter):
+    """Lets through docfinder's own records at the configured level, other libraries' at WARNING.
+
+    A filter on the handler, not a level on the libraries' loggers: some (bm25s) set their own
+    logger to DEBUG when they are first imported, after docfinder configured logging.
+    """
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ours = record.name.split(".", 1)[0] in OUR_PACKAGES or record.name == "root"
+        return ours or self.verbose or record.levelno >= logging.WARNING
+
+
+def configure_logging(level: int, style: Literal["text", "json"] = "text", verbose: bool = False) -> None:
+    """Root logging to stderr in the chosen style (called once, by the CLI); see :class:`QuietLibraries`."""
     handler = logging.StreamHandler()
+    handler.addFilter(QuietLibraries(verbose))
     if style == "json":
         handler.setFormatter(JsonFormatter())
     else:

@@ -73,12 +73,20 @@ def test_bad_files_are_reported_and_the_rest_is_indexed(sample_corpus, tmp_path,
     assert status == EXIT_PARTIAL
     assert report["documents"] == 5  # the four sample documents and the good PDF
     reasons = {Path(f["path"]).name: f["reason"] for f in report["failures"]}
-    assert set(reasons) == {"corrupt.pdf", "locked.pdf", "empty.md", "junk.bin", "garbage.txt"}
+    assert set(reasons) == {"corrupt.pdf", "locked.pdf", "empty.md", "garbage.txt"}
     assert "corrupt" in reasons["corrupt.pdf"]
     assert reasons["locked.pdf"] == "encrypted PDF (password required)"
     assert reasons["empty.md"] == "empty file"
-    assert "unsupported file type '.bin'" in reasons["junk.bin"]
     assert "binary" in reasons["garbage.txt"]
+    assert report["ignored"] == ["junk.bin"], "a type docfinder does not read is ignored, not a failure"
+
+
+def test_files_of_other_types_are_ignored_without_failing_the_ingest(sample_corpus, tmp_path, capsys):
+    (sample_corpus / "LICENSE").write_text("Apache License 2.0")
+    (sample_corpus / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(64))
+    status = main(["ingest", str(sample_corpus), "--index", str(tmp_path / "index")])
+    captured = capsys.readouterr()
+    assert status == 0 and "2 ignored" in captured.out + captured.err
 
 
 def test_incremental_ingest_reuses_unchanged_files_and_drops_deleted_ones(sample_corpus, tmp_path, embedder):
@@ -206,3 +214,21 @@ def test_an_index_of_an_older_format_is_refused_clearly_and_rebuilt_by_the_next_
         top(open_live(index), embedder, "proposal deadline")[0].chunk.heading_path[-1]
         == "Proposal preparation"
     )
+
+
+def test_the_terminal_stays_quiet_no_debug_lines_no_library_progress_bars(sample_corpus, tmp_path):
+    """What a new user sees on `make demo`: docfinder's own output, not its libraries' chatter."""
+    import subprocess
+    import sys
+
+    docfinder = str(Path(sys.executable).parent / "docfinder")
+    index = str(tmp_path / "index")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCFINDER_")}
+    for command in (
+        ["ingest", str(sample_corpus), "--index", index],
+        ["search", "proposal deadline", "--index", index],
+    ):
+        done = subprocess.run([docfinder, *command], capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        output = done.stdout + done.stderr
+        assert "DEBUG" not in output and "Loading weights" not in output and "it/s]" not in output, output
