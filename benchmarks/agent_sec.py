@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.figures import figures
+from pipeline.figures import figures, stated_figures
 from server.eval_context import load_questions
 from server.eval_retrieval import percentile
 from server.metrics import LLM_STEPS
@@ -97,7 +97,7 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
             agent = result.agent
             gold = figures(question.answer)
             quoted = set().union(*(figures(f"{q.context}\n{q.text}") for q in agent.evidence))
-            in_text = gold & figures(agent.answer)
+            in_text = stated_figures(gold, figures(agent.answer))
             row = {
                 "question": question.text,
                 "seconds": time.perf_counter() - started,
@@ -109,8 +109,8 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
                 ),
                 "gold_figures": len(gold),
                 "figures_in_text": len(in_text),
-                "figures_in_evidence": len(gold & quoted),
-                "figures_found": len(in_text | (gold & quoted)),
+                "figures_in_evidence": len(stated_figures(gold, quoted)),
+                "figures_found": len(in_text | stated_figures(gold, quoted)),
                 "answer": agent.answer,
                 "evidence": [q.readable() for q in agent.evidence],
                 "steps": [e["step"] for e in agent.trace],

@@ -5,6 +5,11 @@ separators and parentheses (``$(1,595)`` and ``1595`` are the same figure). Date
 markers ("1. "), bare years and a trailing ``SOURCE(S):`` line are not figures. The
 evaluation counts them in gold answers; quote selection matches an answer's figures to
 the evidence units that state them.
+
+A figure is also stated by its exact thousandfold form: "$13.224 billion" in an answer is
+the "13,224" of a table in millions. Only a number with exactly three decimals pairs with
+an integer, so the digits are all there and nothing is rounded ("1.45" does not match
+"1,450").
 """
 
 from __future__ import annotations
@@ -40,3 +45,21 @@ def figures(text: str) -> set[str]:
 def all_numbers(text: str) -> set[str]:
     """Every number in ``text``, normalised the same way (years and dates included)."""
     return {normalise_figure(raw).rstrip(".") for raw in _NUMBER.findall(text)}
+
+
+_THREE_DECIMALS = re.compile(r"\d+\.\d{3}")
+_THOUSANDS = re.compile(r"[1-9]\d{3,}")
+
+
+def figure_forms(figure: str) -> set[str]:
+    """``figure`` and its exact thousandfold form ("13.224" and "13224"), as compared."""
+    if _THREE_DECIMALS.fullmatch(figure):
+        return {figure, str(int(figure.replace(".", "")))}
+    if _THOUSANDS.fullmatch(figure):
+        return {figure, f"{figure[:-3]}.{figure[-3:]}"}
+    return {figure}
+
+
+def stated_figures(wanted: set[str], numbers: set[str]) -> set[str]:
+    """The figures of ``wanted`` that ``numbers`` (normalised, as from :func:`figures`) state."""
+    return {figure for figure in wanted if figure_forms(figure) & numbers}

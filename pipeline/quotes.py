@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from pipeline.context import Passage
-from pipeline.figures import figures
+from pipeline.figures import figures, stated_figures
 from pipeline.ordering import split_sentences
 from pipeline.text import analyze
 
@@ -85,7 +85,7 @@ def choose_quotes(
     top_retrieval = max(c.score for c in pool) or 1.0
 
     def match(candidate: QuoteCandidate) -> tuple[float, int]:
-        shared_figures = len(answer_figures & figures(candidate.text))
+        shared_figures = len(stated_figures(answer_figures, figures(candidate.text)))
         terms = _words(candidate.text)
         overlap = len(answer_terms & terms) / math.sqrt(len(terms)) if terms else 0.0
         value = FIGURE_WEIGHT * shared_figures + overlap + RETRIEVAL_WEIGHT * candidate.score / top_retrieval

@@ -30,7 +30,7 @@ from typing import Any
 from index_build.builder import IngestProgress, NoProgress
 from pipeline.context import ContextConfig
 from pipeline.errors import ConfigurationError
-from pipeline.figures import all_numbers, figures
+from pipeline.figures import all_numbers, figures, stated_figures
 from server.factories import context_config
 from server.service import DocfinderService, run_ingest
 from server.settings import Settings
@@ -132,7 +132,7 @@ async def _run(
                         total["tokens"] += context.tokens
                         total["docs"] += any(fnmatch.fnmatch(name, question.gold_docs) for name in sources)
                         if gold:
-                            total["figures"] += len(gold & found) / len(gold)
+                            total["figures"] += len(stated_figures(gold, found)) / len(gold)
                             total["scored"] += 1
     return [
         {

@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from pipeline.figures import figures
+from pipeline.figures import figures, stated_figures
 from server.cli import main
 
 
@@ -24,6 +24,14 @@ def test_figures_ignore_dates_years_list_markers_and_the_source_line():
         "2. 82,959 in 2022, a change of (1)% and 12.5%\nSOURCE(S): 2023 Q3 AAPL.pdf 99,999"
     )
     assert figures(answer) == {"81797", "82959", "12.5"}
+
+
+def test_a_figure_is_stated_by_its_exact_thousandfold_form_and_nothing_rounder():
+    table = figures("| Inventories | 13,224 | 1,450 | 12.5 |")
+    assert stated_figures({"13.224", "1.450"}, table) == {"13.224", "1.450"}
+    assert stated_figures(figures("$13.224 billion"), figures("13,224")) == {"13.224"}
+    assert stated_figures({"1.45", "13.22", "132.24", "12500"}, table) == set()
+    assert stated_figures({"0.311"}, figures("311")) == {"0.311"}
 
 
 def write_dataset(root: Path) -> Path:
