@@ -65,6 +65,7 @@ def evidence_config(settings: Settings) -> EvidenceConfig:
         chunk_weight=settings.evidence_chunk_weight,
         hop_weight=settings.evidence_hop_weight,
         label_weight=settings.evidence_label_weight,
+        table_weight=settings.evidence_table_weight,
     )
 
 

@@ -270,6 +270,12 @@ class Settings(BaseSettings):
     evidence_label_weight: float = Field(
         0.3, ge=0, le=1, description="Bonus of a table row whose label the question names."
     )
+    evidence_table_weight: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="In a one-document search, how far a table row's score moves up to its table's best row's.",
+    )
     domains: dict[str, DomainSettings] = Field(
         default_factory=lambda: dict(DEFAULT_DOMAINS),
         description="Question domains (for the classifier) and their collection weights (w_coll).",

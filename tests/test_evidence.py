@@ -7,13 +7,14 @@ import re
 import zlib
 
 import numpy as np
+import pytest
 
 from index_build.chunking import ChunkingOptions, chunk_pieces
 from index_build.document import Block, ParsedDocument
 from index_build.evidence import analyse_table, document_units
 from pipeline.context import ContextConfig, ContextPiece, Passage, build_context
 from pipeline.documents import DocumentScope
-from pipeline.evidence import EvidenceSearch, ScoredUnit, find_evidence, select_evidence
+from pipeline.evidence import EvidenceSearch, ScoredUnit, find_evidence, pull_table_rows, select_evidence
 from pipeline.text import analyze
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 from programs.agent import quotes_for
@@ -187,6 +188,20 @@ def _unit(doc: str, i: int) -> EvidenceUnit:
 
 def _chunk(doc: str) -> Chunk:
     return Chunk(f"{doc}-0000", doc, "c", f"/{doc}.md", doc, (), (1, 1), "text", "h")
+
+
+def test_a_tables_rows_move_up_towards_its_best_row_and_sentences_do_not():
+    def unit(i: int, kind: str, chunk: str, header: str = "") -> EvidenceUnit:
+        return EvidenceUnit(f"u{i}", chunk, "d", kind, f"text {i}", table_header=header)  # type: ignore[arg-type]
+
+    units = [
+        unit(0, "row", "c1", "| Q1 |"),  # the row the question named
+        unit(1, "row", "c1", "| Q1 |"),  # its neighbour in the same table
+        unit(2, "row", "c2", "| Q1 |"),  # a row of another table (another chunk)
+        unit(3, "sentence", "c1"),
+    ]
+    pulled = pull_table_rows(units, np.array([1.0, 0.2, 0.4, 0.3]), 0.5)
+    assert pulled.tolist() == pytest.approx([1.0, 0.6, 0.4, 0.3])
 
 
 def test_the_evidence_strategy_renders_each_table_header_once_per_passage():
