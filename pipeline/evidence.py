@@ -24,7 +24,8 @@ sentences of the right documents. So, as Science Checker does, search twice:
 Measured on the 65 SEC 10-Q dev questions (figure recall of the context at 2,000 / 4,000
 tokens): the weights dense 0.7, chunk 0.5, label 0.3 give 0.741 / 0.788 (every other
 combination tried stayed lower at 2,000); with table 0.8, 0.759 / 0.804 (table 0.5: 0.741 /
-0.797; pulling rows together in multi-document searches too: 0.741 / 0.799).
+0.797; pulling rows together in multi-document searches too: 0.741 / 0.799); skipping a unit
+whose words were already chosen, 0.763 / 0.804.
 
 :func:`select_evidence` then fills the token budget so that every needed document is
 represented before any document gets a second unit, then by score, a row's table header
@@ -266,19 +267,24 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
     """Fill ``budget`` tokens: one unit of each needed document first, then the rest by score.
 
     A row costs its own tokens plus, the first time its table appears in a passage, the
-    table header and group label it is shown with.
+    table header and group label it is shown with. A unit whose words were already chosen
+    (a row repeated in the next period's filing) is skipped.
     """
     by_document: dict[int, list[ScoredUnit]] = {}
     for candidate in search.units:
         by_document.setdefault(candidate.document_rank, []).append(candidate)
     chosen: list[ScoredUnit] = []
     taken: set[str] = set()
+    stated: set[str] = set()
     headers: set[tuple[str, str]] = set()
     used = 0
 
     def take(candidate: ScoredUnit) -> bool:
         nonlocal used
         unit = candidate.unit
+        said = " ".join(unit.text.split())
+        if said in stated:  # the same row or sentence in another period's filing adds nothing
+            return False
         cost = tokenizer.count(unit.text) + 1
         header_key = (unit.chunk_id, unit.table_header)
         if unit.kind == "row" and header_key not in headers:
@@ -290,6 +296,7 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
         used += cost
         chosen.append(candidate)
         taken.add(unit.unit_id)
+        stated.add(said)
         if unit.kind == "row":
             headers.add(header_key)
         return True

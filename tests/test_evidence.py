@@ -180,6 +180,17 @@ def test_without_a_spread_the_budget_goes_by_score():
     )
 
 
+def test_a_sentence_repeated_in_another_filing_is_chosen_once():
+    repeated = EvidenceUnit("b-0000/000", "b-0000", "b", "sentence", "Sentence 0 of  a here.", 1)
+    candidates = [
+        ScoredUnit(_unit("a", 0), _chunk("a"), 1.0, 0),
+        ScoredUnit(repeated, _chunk("b"), 0.9, 1),  # the same words, spaced otherwise
+        ScoredUnit(_unit("b", 1), _chunk("b"), 0.5, 1),
+    ]
+    chosen = select_evidence(EvidenceSearch(candidates, ["a", "b"]), budget=100, tokenizer=WhitespaceTokenizer())
+    assert [c.unit.unit_id for c in chosen] == ["a-0000/000", "b-0000/001"]
+
+
 def _unit(doc: str, i: int) -> EvidenceUnit:
     return EvidenceUnit(
         f"{doc}-0000/{i:03d}", f"{doc}-0000", doc, "sentence", f"Sentence {i} of {doc} here.", 1
