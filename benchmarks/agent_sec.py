@@ -3,8 +3,9 @@
 Per question: whether a gold document is among the cited sources, the share of the gold
 answer's figures that appear in the answer text, in its quoted evidence, and in either,
 whether both checks passed, the number of LLM calls, the latency, and the time to the
-first status event. ``BENCH_AGENT_QUESTIONS=N`` limits the run to the first
-N questions (the embedded model needs one to three minutes per question on two cores). Each
+first status event. ``BENCH_AGENT_QUESTIONS=N`` limits the run to N questions spread evenly
+over the file, so that every question type is sampled (the embedded model needs one to three
+minutes per question on two cores). Each
 question's row is appended to ``bench-results/agent_sec10q.jsonl`` as soon as it is done, so a
 long run can be watched and its rows inspected.
 """
@@ -28,6 +29,13 @@ from server.service import DocfinderService, run_ingest
 from server.settings import Settings
 
 
+def evenly_spread(items: list[Any], count: int) -> list[Any]:
+    """``count`` of ``items`` at even steps through the list (all of them when ``count`` is larger)."""
+    if count >= len(items):
+        return list(items)
+    return [items[i * len(items) // count] for i in range(count)]
+
+
 def bench_agent(
     dataset: Path,
     settings: Settings,
@@ -36,8 +44,7 @@ def bench_agent(
     lm: Any = None,
 ) -> dict[str, Any]:
     questions = load_questions(dataset / questions_file)
-    limit = int(os.environ.get("BENCH_AGENT_QUESTIONS", "0")) or len(questions)
-    questions = questions[:limit]
+    questions = evenly_spread(questions, int(os.environ.get("BENCH_AGENT_QUESTIONS", "0")) or len(questions))
     settings = settings.model_copy(
         update={
             "index_dir": cache_dir / f"{dataset.name}-docs",
