@@ -196,6 +196,22 @@ class IndexSnapshot:
         collection, start, stop = self._unit_span(doc_id)
         return collection.units[start:stop], collection.unit_embeddings[start:stop]
 
+    def stored_unit_vectors(self, pieces: Sequence[tuple[Chunk, str]]) -> list[np.ndarray | None]:
+        """The embedding computed at ingest of each (chunk, text) that is one of the chunk's evidence units.
+
+        None for a text that is no unit (a short sentence, a piece of a unit): the caller embeds it.
+        """
+        by_chunk: dict[str, dict[str, np.ndarray]] = {}
+        found: list[np.ndarray | None] = []
+        for chunk, text in pieces:
+            if chunk.chunk_id not in by_chunk:
+                units, vectors = self.units_of(chunk.doc_id)
+                by_chunk[chunk.chunk_id] = {
+                    u.text: vectors[i] for i, u in enumerate(units) if u.chunk_id == chunk.chunk_id
+                }
+            found.append(by_chunk[chunk.chunk_id].get(text))
+        return found
+
     def chunks_of(self, doc_id: str) -> tuple[Sequence[Chunk], np.ndarray]:
         """A document's chunks in reading order, and their embeddings."""
         collection, start, stop = self._chunk_span(doc_id)

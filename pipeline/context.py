@@ -167,10 +167,14 @@ def build_context(
     chunk_vector: Callable[[Chunk], np.ndarray],
     embed_texts: Callable[[Sequence[str]], np.ndarray],
     query_vector: np.ndarray,
+    stored_vectors: Callable[[Sequence[ContextPiece]], list[np.ndarray | None]] | None = None,
     sentence_scorer: Callable[[Sequence[str]], Sequence[float]] | None = None,
     evidence: EvidenceSearch | None = None,
 ) -> Context:
     """Select from ``hits`` (best first) within the budget, then order; see the module docstring.
+
+    The cluster order needs each sentence's vector: ``stored_vectors`` gives those computed
+    at ingest (a sentence or row that is an evidence unit), ``embed_texts`` embeds the rest.
 
     The ``evidence`` strategy selects from ``evidence`` (the in-document search's candidates);
     when the index holds no evidence units it falls back to ``topk`` and says so in the trace.
@@ -218,7 +222,7 @@ def build_context(
     ordered = (
         _order_evidence(pieces, config)
         if selection == "evidence"
-        else _order(pieces, config, embed_texts, query_vector)
+        else _order(pieces, config, _SentenceVectors(embed_texts, stored_vectors), query_vector)
     )
     trace.append(
         {
@@ -279,10 +283,26 @@ def _select_sentences(
     return pieces
 
 
+@dataclass(frozen=True, slots=True)
+class _SentenceVectors:
+    """Vectors of context pieces: stored where the index has them, embedded in one batch otherwise."""
+
+    embed_texts: Callable[[Sequence[str]], np.ndarray]
+    stored: Callable[[Sequence[ContextPiece]], list[np.ndarray | None]] | None
+
+    def __call__(self, pieces: Sequence[ContextPiece]) -> np.ndarray:
+        found = self.stored(pieces) if self.stored is not None else [None] * len(pieces)
+        missing = [i for i, vector in enumerate(found) if vector is None]
+        if missing:
+            for i, vector in zip(missing, self.embed_texts([pieces[i].text for i in missing]), strict=True):
+                found[i] = vector
+        return np.vstack(found) if found else np.zeros((0, 0), np.float32)
+
+
 def _order(
     pieces: list[ContextPiece],
     config: ContextConfig,
-    embed_texts: Callable[[Sequence[str]], np.ndarray],
+    sentence_vectors: _SentenceVectors,
     query_vector: np.ndarray,
 ) -> list[ContextPiece]:
     if config.order == "score":
@@ -298,7 +318,7 @@ def _order(
             return []
         units = pieces if config.selection == "sentences" else _as_sentences(pieces)
         sentences = [Sentence(p.text, p.chunk.chunk_id, i, p.score) for i, p in enumerate(units)]
-        vectors = embed_texts([s.text for s in sentences])
+        vectors = sentence_vectors(units)
         groups = cluster_order(sentences, vectors, query_vector, within=config.cluster_within)
         return [
             ContextPiece(units[s.position].chunk, s.text, s.score, group)

@@ -67,12 +67,26 @@ def jaccard(a: str, b: str) -> float:
 
 
 def dedupe(texts: Sequence[str], threshold: float = 0.9) -> list[int]:
-    """Indices of texts to keep: those under ``threshold`` Jaccard similarity to every earlier kept one."""
+    """Indices of texts to keep: those under ``threshold`` Jaccard similarity to every earlier kept one.
+
+    Each text's words are read once, and a pair whose sizes alone rule out ``threshold``
+    (Jaccard is at most the smaller set's size over the larger's) is not compared.
+    """
+    words = [set(_WORD.findall(text.lower())) for text in texts]
     kept: list[int] = []
-    for i, text in enumerate(texts):
-        if all(jaccard(text, texts[j]) < threshold for j in kept):
+    for i, mine in enumerate(words):
+        if all(_similarity_below(mine, words[j], threshold) for j in kept):
             kept.append(i)
     return kept
+
+
+def _similarity_below(x: set[str], y: set[str], threshold: float) -> bool:
+    small, large = sorted((len(x), len(y)))
+    if not large:
+        return 1.0 < threshold
+    if small < threshold * large:
+        return True
+    return len(x & y) / len(x | y) < threshold
 
 
 def cluster_by_silhouette(vectors: np.ndarray, max_clusters: int = 10) -> np.ndarray:

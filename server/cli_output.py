@@ -156,7 +156,9 @@ def print_context(console: Console, context: Context) -> None:
 def print_context_report(console: Console, report: dict[str, Any]) -> None:
     """Context-selection recall per strategy and budget."""
     console.print(f"[bold]{escape(report['dataset'])}[/] {report['questions']} questions")
-    table = Table("question type", "strategy", "budget", "gold-doc recall", "answer-figure recall", "tokens")
+    table = Table(
+        "question type", "strategy", "budget", "gold-doc recall", "answer-figure recall", "tokens", "select ms p50"
+    )
     for run in report["runs"]:
         table.add_row(
             run["question_type"],
@@ -165,6 +167,7 @@ def print_context_report(console: Console, report: dict[str, Any]) -> None:
             f"{run['gold_doc_recall']:.3f}",
             f"{run['answer_figure_recall']:.3f}",
             f"{run['mean_tokens']:.0f}",
+            f"{run['select_ms_p50']:.0f}",
         )
     console.print(table)
 

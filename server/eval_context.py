@@ -12,7 +12,11 @@ all questions and per question type:
 - answer-figure recall: the share of the gold answer's figures found in the selected
   context. Figures are numbers of two or more digits, compared without ``$``, ``%``,
   thousands separators and parentheses; dates, list markers, bare years and the trailing
-  ``SOURCE(S)`` line are ignored.
+  ``SOURCE(S)`` line are ignored. A figure also counts when the context states its exact
+  thousandfold form ("13.224" billion as "13,224" in millions).
+
+Each row also gives the median time to select and order the context (``select_ms_p50``),
+the search itself excluded.
 
 The documents folder is indexed once and cached (an unchanged corpus is not rebuilt).
 """
@@ -22,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import csv
 import fnmatch
+import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -110,7 +116,7 @@ def evaluate_context(
 async def _run(
     settings: Settings, questions: list[Question], budgets: Sequence[int], strategies: Sequence[Strategy]
 ) -> list[dict[str, Any]]:
-    totals: dict[tuple[str, int, str], dict[str, float]] = {}
+    totals: dict[tuple[str, int, str], dict[str, Any]] = {}
     base = context_config(settings)
     async with DocfinderService(settings) as service:
         for question in questions:
@@ -120,15 +126,18 @@ async def _run(
             for strategy in strategies:
                 for budget in budgets:
                     config: ContextConfig = replace(base, budget_tokens=budget, **strategy.overrides)
+                    started = time.perf_counter()
                     context = await service.assemble_context(result, config)
+                    elapsed_ms = (time.perf_counter() - started) * 1000
                     sources = {Path(p.chunk.source).name for p in context.pieces}
                     found = all_numbers(context.text)
                     for kind in {ALL_TYPES, question.kind or ALL_TYPES}:
                         total = totals.setdefault(
                             (strategy.name, budget, kind),
-                            {"questions": 0, "docs": 0.0, "figures": 0.0, "scored": 0, "tokens": 0},
+                            {"questions": 0, "docs": 0.0, "figures": 0.0, "scored": 0, "tokens": 0, "ms": []},
                         )
                         total["questions"] += 1
+                        total["ms"].append(elapsed_ms)
                         total["tokens"] += context.tokens
                         total["docs"] += any(fnmatch.fnmatch(name, question.gold_docs) for name in sources)
                         if gold:
@@ -144,6 +153,7 @@ async def _run(
             "answer_figure_recall": round(total["figures"] / max(total["scored"], 1), 4),
             "questions_with_figures": int(total["scored"]),
             "mean_tokens": round(total["tokens"] / total["questions"], 1),
+            "select_ms_p50": round(statistics.median(total["ms"]), 1),
         }
         for (name, budget, kind), total in sorted(
             totals.items(), key=lambda item: (item[0][2] != ALL_TYPES, item[0])

@@ -465,6 +465,7 @@ class DocfinderService:
             chunk_vector=snapshot.embedding,
             embed_texts=self.embedder.embed,
             query_vector=self.embedder.embed_query(queries[0]),
+            stored_vectors=lambda pieces: snapshot.stored_unit_vectors([(p.chunk, p.text) for p in pieces]),
             evidence=evidence,
         )
 

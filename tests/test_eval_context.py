@@ -72,6 +72,7 @@ def test_eval_context_reports_every_strategy_and_budget(tmp_path, capsys):
     for strategy in strategies:  # with room for everything, every strategy finds every gold figure
         assert runs[(strategy, 400)]["gold_doc_recall"] == 1.0
         assert runs[(strategy, 400)]["answer_figure_recall"] == 1.0
+        assert runs[(strategy, 400)]["select_ms_p50"] > 0
 
 
 def test_search_context_flags_select_order_and_show_in_the_trace(sample_corpus, tmp_path, capsys):

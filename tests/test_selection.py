@@ -121,3 +121,37 @@ def test_clusters_are_ordered_by_best_similarity_to_the_query():
     ]  # the query's cluster first, in aggregation order
     by_score = cluster_order(sentences, vectors, query, within="score")
     assert [s.position for s in by_score[0]] == [11, 10, 9, 8]
+
+
+def test_dedupe_keeps_empty_texts_once_and_compares_sizes_first():
+    assert dedupe(["", "  ", "Costs fell"], threshold=0.9) == [0, 2]
+    assert dedupe(["a b c d e f g h i j", "a b c d e f g h i j k"], threshold=0.9) == [0]  # 10/11 ≥ 0.9
+    assert dedupe(["a b c d e f g h i", "a b c d e f g h i j k"], threshold=0.9) == [0, 1]  # 9/11 < 0.9
+
+
+def test_the_cluster_order_embeds_only_the_sentences_without_a_stored_vector():
+    from pipeline.context import ContextConfig, build_context
+    from pipeline.types import Chunk, SearchHit
+    from tests.fakes import WhitespaceTokenizer
+
+    vectors, _ = planted(2, per=2, dims=4)
+    texts = ["Revenue rose nine percent.", "Sales grew fast.", "Costs fell slightly.", "Margins held up."]
+    chunk = Chunk("d-0000", "d", "c", "/d.md", "d", (), (1, 1), " ".join(texts), "h")
+    stored = dict(zip(texts[:3], vectors[:3], strict=True))
+    embedded: list[str] = []
+
+    def embed_texts(batch):
+        embedded.extend(batch)
+        return np.vstack([vectors[3] for _ in batch])
+
+    context = build_context(
+        [SearchHit(chunk, 1.0)],
+        ContextConfig(selection="sentences", order="cluster", budget_tokens=100),
+        tokenizer=WhitespaceTokenizer(),
+        chunk_vector=lambda c: vectors[0],
+        embed_texts=embed_texts,
+        query_vector=vectors[0],
+        stored_vectors=lambda pieces: [stored.get(p.text) for p in pieces],
+    )
+    assert embedded == ["Margins held up."]
+    assert sorted(p.text for p in context.pieces) == sorted(texts)
