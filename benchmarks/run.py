@@ -20,6 +20,7 @@ from benchmarks.agent_sec import bench_agent
 from benchmarks.hardening import bench_hardening
 from benchmarks.ingest_search import bench_ingest_and_search
 from benchmarks.load_fault import bench_load_and_faults
+from benchmarks.scale import bench_scale
 from server.eval_context import evaluate_context
 from server.eval_retrieval import evaluate_retrieval
 from server.settings import load_settings
@@ -40,6 +41,7 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
     "hardening": (None, "hardening", lambda: bench_hardening(load_settings())),
     "agent": ("sec10q", "agent_sec10q", lambda: bench_agent(DATA / "sec10q", load_settings())),
     "retrieval": ("scifact", "retrieval_scifact", lambda: bench_retrieval(DATA / "scifact")),
+    "scale": (None, "scale_synthetic", bench_scale),
 }
 
 
