@@ -291,39 +291,51 @@ def _spans(doc_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
     return spans
 
 
-def open_live(index_dir: Path, *, verify: bool = True) -> IndexSnapshot:
+def open_live(index_dir: Path, *, verify: bool = True, memory_map: bool = True) -> IndexSnapshot:
     """Load the live version of ``index_dir``."""
-    return open_version(live_version_dir(index_dir), verify=verify)
+    return open_version(live_version_dir(index_dir), verify=verify, memory_map=memory_map)
 
 
-def open_version(version_dir: Path, *, verify: bool = True) -> IndexSnapshot:
-    """Load one version directory into memory, checking its manifest and checksums."""
+def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = True) -> IndexSnapshot:
+    """Load one version directory, checking its manifest and checksums.
+
+    With ``memory_map`` the large arrays (embeddings, BM25 matrices, the vector graph) are
+    mapped read-only from the files rather than copied into the process: the operating
+    system pages in what searches touch, and every process serving the same version shares
+    one copy in the page cache. A version directory is never modified once written, and a
+    mapped file that a later clean-up deletes stays readable until it is unmapped.
+    """
     import bm25s
     from usearch.index import Index
 
     manifest = read_manifest(version_dir)
     if verify:
         verify_checksums(version_dir, manifest)
+    mmap_mode = "r" if memory_map else None
     collections = {}
     for name in manifest["counts"]["collections"]:
         directory = version_dir / COLLECTIONS / name
-        vectors = Index.restore(str(directory / "vectors.usearch"), view=False)
+        vectors = Index.restore(str(directory / "vectors.usearch"), view=memory_map)
         if vectors is None:
             raise IndexCorruptError(f"{directory / 'vectors.usearch'} is not a usearch index")
         chunks = tuple(read_chunks(directory))
         units = tuple(read_units(directory))
+
+        def bm25(folder: str) -> Any:
+            return bm25s.BM25.load(str(directory / folder), mmap=memory_map, show_progress=False)
+
         collections[name] = CollectionIndex(
             name=name,
             chunks=chunks,
-            embeddings=np.load(directory / "embeddings.npy"),
-            bm25=bm25s.BM25.load(str(directory / "bm25"), mmap=False, show_progress=False),
-            bm25_fields=bm25s.BM25.load(str(directory / "bm25_fields"), mmap=False, show_progress=False),
+            embeddings=np.load(directory / "embeddings.npy", mmap_mode=mmap_mode),
+            bm25=bm25("bm25"),
+            bm25_fields=bm25("bm25_fields"),
             vectors=vectors,
             rows={c.chunk_id: i for i, c in enumerate(chunks)},
             sparse=read_sparse(directory),
             units=units,
-            unit_embeddings=np.load(directory / "unit_embeddings.npy"),
-            bm25_units=bm25s.BM25.load(str(directory / "bm25_units"), mmap=False, show_progress=False),
+            unit_embeddings=np.load(directory / "unit_embeddings.npy", mmap_mode=mmap_mode),
+            bm25_units=bm25("bm25_units"),
             doc_chunks=_spans([c.doc_id for c in chunks]),
             doc_units=_spans([u.doc_id for u in units]),
         )

@@ -29,6 +29,9 @@ FORMAT_VERSION = 3  # 2: title/heading BM25 index and the sparse-information set
 MANIFEST = "manifest.json"
 FILES = "files.json"
 COLLECTIONS = "collections"
+# Above this many chunks, each chunk's nearest neighbour (for the sparse set) comes from the
+# HNSW index: the exact all-pairs computation takes minutes at 100,000 chunks and hours at 1M.
+EXACT_NEIGHBOURS_UP_TO = 20_000
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +132,20 @@ def write_collection(
     retriever.index([terms or [""] for terms in analyze_many(unit_texts or [""])], show_progress=False)
     retriever.save(str(directory / "bm25_units"))
 
-    sparse = find_sparse([c.text for c in data.chunks], embeddings, sparse_threshold)
+    nearest = approximate_nearest(vectors, embeddings) if len(embeddings) > EXACT_NEIGHBOURS_UP_TO else None
+    sparse = find_sparse([c.text for c in data.chunks], embeddings, sparse_threshold, nearest)
     np.savez(directory / "sparse.npz", rows=sparse.rows, nearest=sparse.nearest, threshold=sparse.threshold)
     return len(sparse.rows)
+
+
+def approximate_nearest(vectors: Any, embeddings: np.ndarray) -> np.ndarray:
+    """Each row's highest cosine similarity to another row, from the HNSW index (approximate)."""
+    matches = vectors.search(embeddings, 2)
+    keys = np.asarray(matches.keys).reshape(len(embeddings), -1)
+    distances = np.asarray(matches.distances, dtype=np.float32).reshape(len(embeddings), -1)
+    itself = keys[:, 0] == np.arange(len(embeddings))
+    other = np.where(itself, distances[:, 1], distances[:, 0]) if keys.shape[1] > 1 else distances[:, 0]
+    return (1.0 - other).astype(np.float32)
 
 
 def read_sparse(directory: Path) -> SparseSet:

@@ -59,12 +59,21 @@ class SparseSet:
 
 
 def find_sparse(
-    texts: Sequence[str], embeddings: np.ndarray, threshold: float = DEFAULT_THRESHOLD
+    texts: Sequence[str],
+    embeddings: np.ndarray,
+    threshold: float = DEFAULT_THRESHOLD,
+    nearest: np.ndarray | None = None,
 ) -> SparseSet:
-    """Apply the two rules of the module docstring to one collection."""
+    """Apply the two rules of the module docstring to one collection.
+
+    ``nearest`` (each row's highest similarity to another row) is computed exactly when not
+    given; a large collection passes it from its vector index instead (the exact computation
+    grows with the square of the rows: hours at a million).
+    """
     tokens = [distinctive_tokens(t) for t in texts]
     frequency = Counter(token for chunk_tokens in tokens for token in chunk_tokens)
-    nearest = nearest_neighbour_similarity(embeddings) if len(texts) else np.zeros(0, np.float32)
+    if nearest is None:
+        nearest = nearest_neighbour_similarity(embeddings) if len(texts) else np.zeros(0, np.float32)
     rows = [
         i
         for i, chunk_tokens in enumerate(tokens)

@@ -351,7 +351,9 @@ class DocfinderService:
                 if self._snapshot is None or self._snapshot.version_id != live_version_id(
                     self.settings.index_dir
                 ):
-                    self._snapshot = open_live(self.settings.index_dir)
+                    self._snapshot = open_live(
+                        self.settings.index_dir, memory_map=self.settings.index_memory_map
+                    )
                 snapshot = self._snapshot
         return snapshot
 

@@ -144,6 +144,10 @@ class Settings(BaseSettings):
     )
 
     index_dir: Path = Field(Path(".docfinder/index"), description="Where index versions are kept.")
+    index_memory_map: bool = Field(
+        True,
+        description="Map the index's arrays from disk (shared by every process serving it) instead of copying them.",
+    )
     collections: dict[str, CollectionSettings] = Field(
         default_factory=dict,
         description="Named collections and their source folders, for `ingest` without paths.",

@@ -4,7 +4,8 @@ import numpy as np
 
 from index_build.chunking import ChunkingOptions, chunk_document, semantic_groups
 from index_build.document import Block, ParsedDocument
-from pipeline.sparse import distinctive_tokens, find_sparse, rank_sparse
+from index_build.version import approximate_nearest
+from pipeline.sparse import distinctive_tokens, find_sparse, nearest_neighbour_similarity, rank_sparse
 
 TEXTS = [
     "Apple reported total net sales of 81,797 million for the quarter.",
@@ -40,6 +41,22 @@ def test_unique_tokens_alone_are_not_enough_when_a_near_paraphrase_exists():
     texts = ["Kepler was retired in 2018.", "The telescope was retired that year."]
     embeddings = np.vstack([unit(1, 0), unit(1, 0.01)])
     assert find_sparse(texts, embeddings, threshold=0.85).rows.tolist() == []
+
+
+def test_the_vector_index_gives_nearly_the_exact_nearest_neighbour_similarities():
+    from usearch.index import Index, ScalarKind
+
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((40, 32))
+    vectors = (centres[rng.integers(0, 40, 3000)] + 0.4 * rng.standard_normal((3000, 32))).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = Index(ndim=32, metric="cos", dtype=ScalarKind.F32)
+    index.add(np.arange(3000, dtype=np.uint64), vectors)
+    exact = nearest_neighbour_similarity(vectors)
+    approximate = approximate_nearest(index, vectors)
+    assert approximate.shape == exact.shape
+    assert np.all(approximate <= exact + 1e-4), "never closer than the true nearest other row"
+    assert np.mean(np.abs(approximate - exact) < 1e-4) > 0.95
 
 
 def test_sparse_ranking_by_similarity_with_isolation_as_tie_breaker():
