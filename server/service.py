@@ -21,7 +21,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from index_build.builder import Enricher, IngestOptions, IngestProgress, IngestReport, NoProgress, ingest
+from index_build.builder import (
+    Enricher,
+    IngestOptions,
+    IngestProgress,
+    IngestReport,
+    NoProgress,
+    embedder_manifest,
+    ingest,
+)
 from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
 from index_build.snapshot import IndexSnapshot, open_live
@@ -38,7 +46,7 @@ from pipeline.answers import (
 )
 from pipeline.context import Context, ContextConfig, Retrieved, build_context, whole_passages
 from pipeline.documents import DocumentScope, resolve_scope
-from pipeline.errors import ForbiddenError, InvalidRequestError, NotFoundError
+from pipeline.errors import ConfigurationError, ForbiddenError, InvalidRequestError, NotFoundError
 from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
 from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
@@ -351,9 +359,9 @@ class DocfinderService:
                 if self._snapshot is None or self._snapshot.version_id != live_version_id(
                     self.settings.index_dir
                 ):
-                    self._snapshot = open_live(
-                        self.settings.index_dir, memory_map=self.settings.index_memory_map
-                    )
+                    fresh = open_live(self.settings.index_dir, memory_map=self.settings.index_memory_map)
+                    _check_embedder(fresh, self.embedder)
+                    self._snapshot = fresh
                 snapshot = self._snapshot
         return snapshot
 
@@ -647,4 +655,16 @@ async def run_enriched_ingest(
         # Conversion, chunking and embedding are blocking and CPU-bound: run them in a worker thread.
         return await asyncio.to_thread(
             run_ingest, settings, inputs, collection=collection, progress=progress, enricher=enricher
+        )
+
+
+def _check_embedder(snapshot: IndexSnapshot, embedder: Embedder) -> None:
+    """Refuse an index whose vectors another embedder made: its dense search would be noise."""
+    built_by = snapshot.manifest.get("embedder", {})
+    serving = embedder_manifest(embedder)
+    if built_by != serving:
+        raise ConfigurationError(
+            f"index version {snapshot.version_id} was built with the embedder {built_by}, but this server "
+            f"embeds queries with {serving}: run `docfinder ingest` with this embedder to rebuild the "
+            "index, or set DOCFINDER_EMBEDDER_PATH to the model that built it"
         )

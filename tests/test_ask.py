@@ -11,7 +11,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from index_build.builder import ingest
-from pipeline.errors import InvalidRequestError
+from pipeline.errors import ConfigurationError, InvalidRequestError
 from programs.agent import LLM_UNAVAILABLE
 from server.service import DocfinderService
 from server.settings import load_settings
@@ -105,3 +105,27 @@ def test_the_llm_call_history_is_not_kept_by_default(settings, embedder):
 
     asyncio.run(scenario())
     assert model.history == []
+
+
+class _OtherEmbedder:
+    """The real embedder under another model's name, as a server configured with another model is."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.name, self.dimensions = "another-model", inner.dimensions
+        self.max_tokens, self.tokenizer = inner.max_tokens, inner.tokenizer
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def test_a_server_refuses_at_start_an_index_another_embedder_built(settings, embedder):
+    async def start() -> None:
+        async with DocfinderService(settings, embedder=_OtherEmbedder(embedder)):
+            pass
+
+    with pytest.raises(ConfigurationError, match="another-model.*docfinder ingest"):
+        asyncio.run(start())
