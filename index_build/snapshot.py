@@ -321,7 +321,7 @@ def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = T
         chunks = tuple(read_chunks(directory))
         units = tuple(read_units(directory))
 
-        def bm25(folder: str) -> Any:
+        def bm25(folder: str, directory: Path = directory) -> Any:
             return bm25s.BM25.load(str(directory / folder), mmap=memory_map, show_progress=False)
 
         collections[name] = CollectionIndex(

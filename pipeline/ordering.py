@@ -83,7 +83,7 @@ def dedupe(texts: Sequence[str], threshold: float = 0.9) -> list[int]:
 def _similarity_below(x: set[str], y: set[str], threshold: float) -> bool:
     small, large = sorted((len(x), len(y)))
     if not large:
-        return 1.0 < threshold
+        return threshold > 1.0
     if small < threshold * large:
         return True
     return len(x & y) / len(x | y) < threshold

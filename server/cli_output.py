@@ -157,7 +157,13 @@ def print_context_report(console: Console, report: dict[str, Any]) -> None:
     """Context-selection recall per strategy and budget."""
     console.print(f"[bold]{escape(report['dataset'])}[/] {report['questions']} questions")
     table = Table(
-        "question type", "strategy", "budget", "gold-doc recall", "answer-figure recall", "tokens", "select ms p50"
+        "question type",
+        "strategy",
+        "budget",
+        "gold-doc recall",
+        "answer-figure recall",
+        "tokens",
+        "select ms p50",
     )
     for run in report["runs"]:
         table.add_row(

@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     index_dir: Path = Field(Path(".docfinder/index"), description="Where index versions are kept.")
     index_memory_map: bool = Field(
         True,
-        description="Map the index's arrays from disk (shared by every process serving it) instead of copying them.",
+        description="Map the index's arrays from disk (shared by the processes serving it), not copy them.",
     )
     collections: dict[str, CollectionSettings] = Field(
         default_factory=dict,
@@ -278,7 +278,7 @@ class Settings(BaseSettings):
         0.8,
         ge=0,
         le=1,
-        description="In a one-document search, how far a table row's score moves up to its table's best row's.",
+        description="In a one-document search, how far a table row's score moves up to its table's best.",
     )
     domains: dict[str, DomainSettings] = Field(
         default_factory=lambda: dict(DEFAULT_DOMAINS),

@@ -187,7 +187,9 @@ def test_a_sentence_repeated_in_another_filing_is_chosen_once():
         ScoredUnit(repeated, _chunk("b"), 0.9, 1),  # the same words, spaced otherwise
         ScoredUnit(_unit("b", 1), _chunk("b"), 0.5, 1),
     ]
-    chosen = select_evidence(EvidenceSearch(candidates, ["a", "b"]), budget=100, tokenizer=WhitespaceTokenizer())
+    chosen = select_evidence(
+        EvidenceSearch(candidates, ["a", "b"]), budget=100, tokenizer=WhitespaceTokenizer()
+    )
     assert [c.unit.unit_id for c in chosen] == ["a-0000/000", "b-0000/001"]
 
 
