@@ -24,7 +24,6 @@ from typing import Any
 from pipeline.figures import figures, stated_figures
 from server.eval_context import load_questions
 from server.eval_retrieval import percentile
-from server.metrics import LLM_STEPS
 from server.service import DocfinderService, run_ingest
 from server.settings import Settings
 
@@ -110,7 +109,7 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
                 "seconds": time.perf_counter() - started,
                 "first_status_s": first[0] if first else None,
                 "outcome": agent.outcome,
-                "llm_calls": sum(e["step"] in LLM_STEPS for e in agent.trace),
+                "llm_calls": sum("llm_call" in e for e in agent.trace),
                 "gold_cited": any(
                     fnmatch.fnmatch(Path(c.source).name, question.gold_docs) for c in agent.citations
                 ),

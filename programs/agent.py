@@ -1,14 +1,16 @@
 """The answering agent: one DSPy Module with explicit, async control flow.
 
-condense → classify_query → review_query → retrieve → grade_documents
+understand (condense, classify_query, review_query: one LLM call) → retrieve → grade_documents
   → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
      then a "no documents" answer without calling generate)
-  → generate → supported → useful
+  → generate → check (supported, useful: one LLM call, reading the cited evidence only)
   → (a check fails: first the sparse-information fallback, then transform_query and retry,
      at most ``max_rewrites`` times, then an answer that says it could not be verified and
      still lists the best sources).
 
-Every step is recorded in the trace and sent to ``on_status`` as it happens. When the LLM
+Every step is recorded in the trace and sent to ``on_status`` as it happens; the event that
+reports an LLM call names it (``llm_call``) and carries its tokens. Grading uses the
+retrieval scores, not the LLM. So an answer whose checks pass costs three LLM calls. When the LLM
 is down or too slow, the user gets a clear message and the sources retrieved so far.
 Retrieval comes in as a plain async callable that returns numbered passages (evidence
 units grouped by chunk, or whole chunks), so the module knows nothing of indexes.
@@ -32,7 +34,7 @@ from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, 
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import TransientError
 from pipeline.quotes import choose_quotes
-from programs.signatures import Classify, Condense, Generate, Review, Supported, Transform, Useful
+from programs.signatures import Check, Generate, Transform, Understand
 
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
 
@@ -160,13 +162,10 @@ class AnswerAgent(dspy.Module):
         self.glossary = glossary
         self.limits = limits
         self.url_prefixes = dict(url_prefixes)
-        self.condense = dspy.Predict(Condense)
-        self.classify_query = dspy.Predict(Classify)
-        self.review_query = dspy.Predict(Review)
+        self.understand = dspy.Predict(Understand)
         self.transform_query = dspy.Predict(Transform)
         self.generate = dspy.Predict(Generate)
-        self.supported = dspy.Predict(Supported)
-        self.useful = dspy.Predict(Useful)
+        self.check = dspy.Predict(Check)
 
     async def aforward(
         self,
@@ -200,17 +199,17 @@ class _Run:
         self.best: list[Passage] = []
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
-        self.tokens: dict[str, int] | None = None
+        self.llm_call: tuple[str, dict[str, int]] | None = None
 
     async def step(self, name: str, **details: Any) -> None:
         event = {"step": name, "t": round(time.perf_counter() - self.started, 3), **details}
-        if self.tokens is not None:  # the LLM call this step reports on
-            event["tokens"], self.tokens = self.tokens, None
+        if self.llm_call is not None:  # the first step after an LLM call reports it
+            (event["llm_call"], event["tokens"]), self.llm_call = self.llm_call, None
         self.trace.append(event)
         if self.on_status is not None:
             await self.on_status(event)
 
-    async def call(self, predictor: dspy.Predict, **inputs: Any) -> dspy.Prediction:
+    async def call(self, name: str, predictor: dspy.Predict, **inputs: Any) -> dspy.Prediction:
         try:
             with dspy.track_usage() as usage:  # this call's tokens only (a contextvar: safe per task)
                 prediction = await asyncio.wait_for(
@@ -225,10 +224,13 @@ class _Run:
         except _parse_errors() as exc:
             raise LLMUnavailableError(f"the language model's reply could not be read: {exc}") from exc
         by_model = usage.get_total_tokens().values()
-        self.tokens = {
-            "prompt": sum(u.get("prompt_tokens") or 0 for u in by_model),
-            "completion": sum(u.get("completion_tokens") or 0 for u in by_model),
-        }
+        self.llm_call = (
+            name,
+            {
+                "prompt": sum(u.get("prompt_tokens") or 0 for u in by_model),
+                "completion": sum(u.get("completion_tokens") or 0 for u in by_model),
+            },
+        )
         return prediction
 
     def result(
@@ -251,16 +253,7 @@ class _Run:
         self, message: str, history: Sequence[tuple[str, str]], sparse_available: bool
     ) -> AgentAnswer:
         limits = self.agent.limits
-        self.question = message
-        if history:
-            turns = "\n".join(f"{role}: {text}" for role, text in history)
-            self.question = (
-                await self.call(self.agent.condense, history=turns, message=message)
-            ).standalone_question
-            await self.step("condense", message=message, question=self.question)
-        await self._classify()
-        variant = (await self.call(self.agent.review_query, question=self.question)).rephrased
-        await self.step("review_query", variant=variant)
+        variant = await self._understand(message, history)
 
         queries = [self.question, variant]
         rewrites = 0
@@ -296,6 +289,7 @@ class _Run:
 
     async def _generate(self, passages: list[Passage]) -> str:
         reply = await self.call(
+            "generate",
             self.agent.generate,
             question=self.question,
             passages=number_passages(passages),
@@ -316,22 +310,42 @@ class _Run:
         ranked = sorted(passages, key=lambda p: -p.score)[: max(len(passages) - len(new), 1)]
         return [p for p in passages if p in ranked] + new
 
-    async def _classify(self) -> None:
+    async def _understand(self, message: str, history: Sequence[tuple[str, str]]) -> str:
+        """One call: the standalone question, its domain and a search variant. Returns the variant.
+
+        Without history the message is the question as it stands: a small model asked to
+        repeat it may still change it.
+        """
         names = list(self.agent.domains)
-        if not names:
-            return
         listing = "\n".join(f"{name}: {description}" for name, description in self.agent.domains.items())
-        raw = (await self.call(self.agent.classify_query, question=self.question, domains=listing)).domain
-        chosen = raw.strip().strip("'\"").lower()
-        self.domain = chosen if chosen in names else ("general" if "general" in names else None)
-        await self.step("classify_query", domain=self.domain, raw=raw)
+        turns = "\n".join(f"{role}: {text}" for role, text in history)
+        reply = await self.call(
+            "understand", self.agent.understand, history=turns, message=message, domains=listing or "general"
+        )
+        self.question = (
+            reply.standalone_question.strip() if history and reply.standalone_question.strip() else message
+        )
+        if history:
+            await self.step("condense", message=message, question=self.question)
+        if names:
+            chosen = reply.domain.strip().strip("'\"").lower()
+            self.domain = chosen if chosen in names else ("general" if "general" in names else None)
+            await self.step("classify_query", domain=self.domain, raw=reply.domain)
+        await self.step("review_query", variant=reply.rephrased)
+        return reply.rephrased
 
     async def _transform(self, problem: str) -> str:
         tried = "\n".join(
             dict.fromkeys(q for e in self.trace if e["step"] == "retrieve" for q in e["queries"])
         )
         rewritten = (
-            await self.call(self.agent.transform_query, question=self.question, problem=problem, tried=tried)
+            await self.call(
+                "transform_query",
+                self.agent.transform_query,
+                question=self.question,
+                problem=problem,
+                tried=tried,
+            )
         ).rewritten
         await self.step("transform_query", query=rewritten, problem=problem)
         return rewritten
@@ -358,20 +372,19 @@ class _Run:
         return kept
 
     async def _checks(self, answer: str, passages: list[Passage]) -> bool:
-        """Both checks; ``useful`` is skipped when ``supported`` already failed (the retry is the same)."""
+        """Both checks in one call, on the evidence the answer cites (numbered as the answer saw it)."""
         cited = cited_passages(passages, answer)
-        supported = (
-            await self.call(self.agent.supported, passages=number_passages(cited, passages), answer=answer)
-        ).supported
-        self.verdicts["supported"] = supported
-        self.verdicts["useful"] = None
-        await self.step("supported", verdict=supported, passages=len(cited))
-        if supported != "yes":
-            return False
-        useful = (await self.call(self.agent.useful, question=self.question, answer=answer)).useful
-        self.verdicts["useful"] = useful
-        await self.step("useful", verdict=useful)
-        if useful == "yes":
+        reply = await self.call(
+            "check",
+            self.agent.check,
+            passages=number_passages(cited, passages),
+            question=self.question,
+            answer=answer,
+        )
+        self.verdicts = {"supported": reply.supported, "useful": reply.useful}
+        await self.step("supported", verdict=reply.supported, passages=len(cited))
+        await self.step("useful", verdict=reply.useful)
+        if reply.supported == "yes" and reply.useful == "yes":
             self.best = passages
             return True
         return False

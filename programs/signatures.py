@@ -1,7 +1,10 @@
 """DSPy Signatures of the answering agent. Each docstring is the instruction the LLM receives.
 
 They are kept short: the embedded model reads about 150 prompt tokens per second on two
-cores, so every word here costs time on every question.
+cores, so every word here costs time on every question. For the same reason one call
+understands the question (condense, classify, rephrase) and one call checks the answer
+(supported, useful): each call repeats the instructions, the field descriptions and the
+evidence, and a small model's calls cost seconds each.
 """
 
 from __future__ import annotations
@@ -11,30 +14,21 @@ from typing import Literal
 import dspy
 
 
-class Condense(dspy.Signature):
-    """Rewrite the user's latest message as one standalone question that can be understood without
-    the conversation. Keep names, numbers and terms exactly. If the message is already standalone,
-    return it unchanged."""
+class Understand(dspy.Signature):
+    """Read the user's latest message. 1) standalone_question: the message as one question that can
+    be understood without the conversation, names, numbers and terms kept exactly (the message
+    itself if it already stands alone). 2) domain: the one listed domain it belongs to, its name
+    exactly as listed ('general' when none fits better). 3) rephrased: one alternative phrasing for
+    a document search, in the words a manual would use, acronyms you are sure of expanded, every
+    name and number kept."""
 
-    history: str = dspy.InputField(desc="earlier turns, oldest first, as 'user:' and 'assistant:' lines")
+    history: str = dspy.InputField(
+        desc="earlier turns, oldest first, as 'user:' and 'assistant:' lines; may be empty"
+    )
     message: str = dspy.InputField(desc="the user's latest message")
-    standalone_question: str = dspy.OutputField(desc="one self-contained question")
-
-
-class Classify(dspy.Signature):
-    """Choose the one domain the question belongs to, from the listed domains and their descriptions.
-    Answer with the domain's name exactly as listed; use 'general' when none fits better."""
-
-    question: str = dspy.InputField()
     domains: str = dspy.InputField(desc="one 'name: description' per line")
+    standalone_question: str = dspy.OutputField(desc="one self-contained question")
     domain: str = dspy.OutputField(desc="exactly one domain name from the list")
-
-
-class Review(dspy.Signature):
-    """Write one alternative phrasing of the question for a document search: use the words a manual
-    would use, expand acronyms you are sure of, and keep every name and number."""
-
-    question: str = dspy.InputField()
     rephrased: str = dspy.OutputField(desc="one alternative search query")
 
 
@@ -65,20 +59,15 @@ class Generate(dspy.Signature):
     sources: list[int] = dspy.OutputField(desc="the numbers of the evidence the answer uses")
 
 
-class Supported(dspy.Signature):
-    """Is every claim in the answer supported by the numbered evidence? Citations alone are not
-    support: the cited evidence must state the claim."""
+class Check(dspy.Signature):
+    """Judge the answer. supported: is every claim in it stated by the numbered evidence it cites?
+    Citations alone are not support. useful: does it actually answer the question, rather than
+    restate it or say it cannot?"""
 
-    passages: str = dspy.InputField()
-    answer: str = dspy.InputField()
-    supported: Literal["yes", "no"] = dspy.OutputField()
-
-
-class Useful(dspy.Signature):
-    """Does the answer actually answer the question (not just restate it or say it cannot)?"""
-
+    passages: str = dspy.InputField(desc="the numbered evidence the answer cites")
     question: str = dspy.InputField()
     answer: str = dspy.InputField()
+    supported: Literal["yes", "no"] = dspy.OutputField()
     useful: Literal["yes", "no"] = dspy.OutputField()
 
 

@@ -11,9 +11,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-LLM_STEPS = frozenset(
-    {"condense", "classify_query", "review_query", "transform_query", "generate", "supported", "useful"}
-)
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
@@ -34,7 +31,12 @@ class Metrics:
             "docfinder_agent_step_seconds", "Time to each agent step, from the one before.", ["step"],
             buckets=_SECONDS, registry=r,
         )  # fmt: skip
-        self.llm_calls = Counter("docfinder_llm_calls", "LLM calls by agent step.", ["step"], registry=r)
+        self.llm_calls = Counter(
+            "docfinder_llm_calls",
+            "LLM calls by agent call (understand, transform_query, generate, check).",
+            ["call"],
+            registry=r,
+        )
         self.llm_tokens = Counter(
             "docfinder_llm_tokens", "LLM tokens by kind (prompt, completion).", ["kind"], registry=r
         )
@@ -55,8 +57,8 @@ class Metrics:
             step = event["step"]
             self.step_seconds.labels(step).observe(max(event.get("t", previous) - previous, 0.0))
             previous = event.get("t", previous)
-            if step in LLM_STEPS:
-                self.llm_calls.labels(step).inc()
+            if "llm_call" in event:  # the agent's own call names (understand, generate, ...)
+                self.llm_calls.labels(event["llm_call"]).inc()
             for kind, count in (event.get("tokens") or {}).items():
                 self.llm_tokens.labels(kind).inc(count)
             if step == "transform_query":

@@ -59,14 +59,18 @@ def lm(*answers):
 def test_happy_path_answers_with_citations_and_streams_every_step():
     agent = AnswerAgent(DOMAINS)
     model = lm(
-        {"domain": "alma"},
-        {"rephrased": "cryostat warm-up interval"},
+        {
+            "standalone_question": "A question the model made up",  # no history: the message stands
+            "domain": "alma",
+            "rephrased": "cryostat warm-up interval",
+        },
         {"answer": "Every six months [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "yes"},
+        {"supported": "yes", "useful": "yes"},
     )
     retriever = ScriptedRetriever(HITS)
     result, events = run(agent, model, retriever)
+    assert len(model.history) == 3, "understand, generate, check: three LLM calls"
+    assert result.question == "How often is the cryostat warmed up?"
     assert result.outcome == "answered" and result.answer == "Every six months [1]."
     assert [c.passage_id for c in result.citations] == ["doc-0001"] and result.citations[0].pages == (1, 1)
     assert result.verdicts == {"supported": "yes", "useful": "yes"} and result.domain == "alma"
@@ -88,12 +92,13 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
 def test_history_is_condensed_first():
     agent = AnswerAgent(DOMAINS)
     model = lm(
-        {"standalone_question": "How often is the ALMA cryostat warmed up?"},
-        {"domain": "alma"},
-        {"rephrased": "cryostat maintenance"},
+        {
+            "standalone_question": "How often is the ALMA cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "cryostat maintenance",
+        },
         {"answer": "Every six months [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "yes"},
+        {"supported": "yes", "useful": "yes"},
     )
     result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
     assert events[0] == "condense" and result.question == "How often is the ALMA cryostat warmed up?"
@@ -102,8 +107,11 @@ def test_history_is_condensed_first():
 def test_no_passages_rewrites_then_answers_no_documents_without_generating():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=2))
     model = lm(
-        {"domain": "general"},
-        {"rephrased": "cryostat"},
+        {
+            "standalone_question": "How often is the cryostat warmed up?",
+            "domain": "general",
+            "rephrased": "cryostat",
+        },
         {"rewritten": "cryostat warm-up schedule"},
         {"rewritten": "cryostat maintenance interval"},
     )
@@ -112,12 +120,22 @@ def test_no_passages_rewrites_then_answers_no_documents_without_generating():
     assert result.outcome == "no_documents" and result.answer == NO_DOCUMENTS and result.citations == []
     assert events.count("transform_query") == 2 and "generate" not in events
     assert len(retriever.calls) == 3
-    assert len(model.history) == 4  # classify, review and two rewrites: no generate, no checks
+    assert len(model.history) == 3  # understand and two rewrites: no generate, no checks
 
 
 def test_low_scores_are_graded_away():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0, grade_threshold=0.95))
-    result, _ = run(agent, lm({"domain": "alma"}, {"rephrased": "x"}), ScriptedRetriever(HITS))
+    result, _ = run(
+        agent,
+        lm(
+            {
+                "standalone_question": "How often is the cryostat warmed up?",
+                "domain": "alma",
+                "rephrased": "x",
+            }
+        ),
+        ScriptedRetriever(HITS),
+    )
     assert result.outcome == "no_documents"
     assert result.trace[-1] == {**result.trace[-1], "step": "grade_documents", "kept": [], "threshold": 0.95}
 
@@ -125,20 +143,28 @@ def test_low_scores_are_graded_away():
 def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
     agent = AnswerAgent(DOMAINS)
     model = lm(
-        {"domain": "alma"},
-        {"rephrased": "cryostat"},
+        {
+            "standalone_question": "How often is the cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "cryostat",
+        },
         {"answer": "Every year [1].", "sources": [1]},
-        {"supported": "no"},
+        {"supported": "no", "useful": "yes"},
         {"answer": "Every six months [1]; the cold head was replaced in 2019 [2].", "sources": [2]},
-        {"supported": "yes"},
-        {"useful": "yes"},
+        {"supported": "yes", "useful": "yes"},
     )
     retriever = ScriptedRetriever(HITS, SPARSE)
     result, events = run(agent, model, retriever)
     assert result.outcome == "answered"
     assert retriever.calls[1] == (["How often is the cryostat warmed up?"], "alma", "sparse")
     assert "sparse_fallback" in events and events.count("generate") == 2
-    assert events.count("useful") == 1, "useful is not asked once supported has failed"
+    assert events.count("supported") == 2 and [e["llm_call"] for e in result.trace if "llm_call" in e] == [
+        "understand",
+        "generate",
+        "check",
+        "generate",
+        "check",
+    ], "one call checks both; the sparse fallback retrieves without the LLM"
     assert [c.passage_id for c in result.citations] == ["doc-0001", "doc-0007"]
 
 
@@ -146,31 +172,34 @@ def test_the_grounding_check_reads_only_the_cited_passages_under_their_own_numbe
     agent = AnswerAgent(DOMAINS)
     hits = [*HITS, SearchHit(chunk(2, "The compressor is serviced yearly."), 0.8)]
     model = lm(
-        {"domain": "alma"},
-        {"rephrased": "compressor"},
+        {
+            "standalone_question": "How often is the cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "compressor",
+        },
         {"answer": "The compressor is serviced yearly [2].", "sources": [2]},
-        {"supported": "yes"},
-        {"useful": "yes"},
+        {"supported": "yes", "useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(hits))
-    supported_prompt = model.history[3]["messages"][-1]["content"]
+    supported_prompt = model.history[2]["messages"][-1]["content"]
     assert "[2] Manual 2" in supported_prompt and "serviced yearly" in supported_prompt
     assert "cryostat is warmed" not in supported_prompt and "[1]" not in supported_prompt
-    assert result.trace[-2] == {**result.trace[-2], "step": "supported", "passages": 1}
+    assert result.trace[-2] == {**result.trace[-2], "step": "supported", "passages": 1, "llm_call": "check"}
 
 
 def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
     model = lm(
-        {"domain": "alma"},
-        {"rephrased": "cryostat"},
+        {
+            "standalone_question": "How often is the cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "cryostat",
+        },
         {"answer": "The cryostat exists [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "no"},
+        {"supported": "yes", "useful": "no"},
         {"rewritten": "cryostat warm-up frequency"},
         {"answer": "It is warmed [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "no"},
+        {"supported": "yes", "useful": "no"},
     )
     retriever = ScriptedRetriever(HITS, [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7)])
     result, events = run(agent, model, retriever, sparse_available=False)
@@ -182,10 +211,13 @@ def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
 def test_the_same_passages_are_not_generated_from_twice():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
     model = lm(
-        {"domain": "alma"},
-        {"rephrased": "cryostat"},
+        {
+            "standalone_question": "How often is the cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "cryostat",
+        },
         {"answer": "Every year [1].", "sources": [1]},
-        {"supported": "no"},
+        {"supported": "no", "useful": "yes"},
         {"rewritten": "cryostat warm-up interval"},
     )
     retriever = ScriptedRetriever(HITS, HITS)
@@ -202,13 +234,15 @@ def test_sparse_passages_replace_the_lowest_ranked_when_the_context_is_full():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4))
     full = [SearchHit(chunk(n, f"Passage {n} about the cryostat."), 1.0 - n / 10) for n in range(1, 5)]
     model = lm(
-        {"domain": "alma"},
-        {"rephrased": "cryostat"},
+        {
+            "standalone_question": "How often is the cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "cryostat",
+        },
         {"answer": "Every year [1].", "sources": [1]},
-        {"supported": "no"},
+        {"supported": "no", "useful": "yes"},
         {"answer": "The cold head was replaced in 2019 [4].", "sources": [4]},
-        {"supported": "yes"},
-        {"useful": "yes"},
+        {"supported": "yes", "useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(full, SPARSE))
     assert result.outcome == "answered"
@@ -263,7 +297,7 @@ def test_an_answer_without_citation_markers_still_lists_its_sources():
 
 def test_an_unreadable_llm_reply_gives_a_sources_only_answer():
     agent = AnswerAgent(DOMAINS)
-    model = lm({"domain": "alma"}, {"not_the_field": "x"})
+    model = lm({"not_the_field": "x"})
     result, _ = run(agent, model, ScriptedRetriever(HITS))
     assert result.outcome == "llm_unavailable" and [c.passage_id for c in result.citations] == ["doc-0001"]
     assert "could not be read" in result.trace[-1]["error"]

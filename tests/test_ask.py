@@ -18,19 +18,22 @@ from server.settings import load_settings
 from tests.samples import write_sample_corpus
 
 FIRST = [
-    {"domain": "proposal_preparation"},
-    {"rephrased": "proposal submission deadline"},
+    {
+        "standalone_question": "",
+        "domain": "proposal_preparation",
+        "rephrased": "proposal submission deadline",
+    },
     {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
-    {"supported": "yes"},
-    {"useful": "yes"},
+    {"supported": "yes", "useful": "yes"},
 ]
 FOLLOW_UP = [
-    {"standalone_question": "How many co-investigators may a proposal name?"},
-    {"domain": "proposal_preparation"},
-    {"rephrased": "co-investigators per proposal"},
+    {
+        "standalone_question": "How many co-investigators may a proposal name?",
+        "domain": "proposal_preparation",
+        "rephrased": "co-investigators per proposal",
+    },
     {"answer": "At most twelve [1].", "sources": [1]},
-    {"supported": "yes"},
-    {"useful": "yes"},
+    {"supported": "yes", "useful": "yes"},
 ]
 
 
@@ -127,5 +130,5 @@ def test_a_server_refuses_at_start_an_index_another_embedder_built(settings, emb
         async with DocfinderService(settings, embedder=_OtherEmbedder(embedder)):
             pass
 
-    with pytest.raises(ConfigurationError, match="another-model.*docfinder ingest"):
+    with pytest.raises(ConfigurationError, match=r"another-model.*docfinder ingest"):
         asyncio.run(start())

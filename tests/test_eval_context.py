@@ -104,11 +104,9 @@ def test_the_agent_benchmark_scores_citations_figures_checks_and_latency(tmp_pat
 
     dataset = write_dataset(tmp_path / "mini")
     per_question = [
-        {"domain": "general"},
-        {"rephrased": "net sales"},
+        {"standalone_question": "", "domain": "general", "rephrased": "net sales"},
         {"answer": "Net sales were 12,345 [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "yes"},
+        {"supported": "yes", "useful": "yes"},
     ]
     model = DummyLM(per_question * 2, adapter=dspy.JSONAdapter())
     report = bench_agent(

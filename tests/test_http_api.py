@@ -16,11 +16,13 @@ from server.settings import load_settings
 from tests.samples import write_sample_corpus
 
 SCRIPT = [
-    {"domain": "proposal_preparation"},
-    {"rephrased": "proposal submission deadline"},
+    {
+        "standalone_question": "",
+        "domain": "proposal_preparation",
+        "rephrased": "proposal submission deadline",
+    },
     {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
-    {"supported": "yes"},
-    {"useful": "yes"},
+    {"supported": "yes", "useful": "yes"},
 ]
 
 
