@@ -7,7 +7,7 @@ terms, calls the service it was handed, and renders the result its own way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pipeline.answers import AnsweringService, Caller, Feedback, Platform, ReactionMeaning
@@ -71,6 +71,22 @@ class Access:
     def caller(self, place: str) -> Caller:
         """The bot, in one place (a channel, a chat), as a caller: it names its threads' conversations."""
         return Caller(place, self.collections or None, names_conversations=True)
+
+
+def reaction_hint(reactions: Mapping[str, ReactionMeaning], show: Callable[[str], str]) -> str:
+    """How to rate an answer, from the configured reactions (best rating first), each shown by ``show``.
+
+    The hint is built from the same map that turns reactions into feedback, so it never
+    offers a reaction the bot would ignore.
+    """
+    if not reactions:
+        return ""
+    ranked = sorted(reactions.items(), key=lambda item: -(item[1].rating or 0))
+    parts = [
+        f"{show(name)} {meaning.label.lower() if meaning.label else f'{meaning.rating}/5'}"
+        for name, meaning in ranked
+    ]
+    return "Was this useful? React with " + " · ".join(parts) + "."
 
 
 async def reaction_added(

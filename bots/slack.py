@@ -32,6 +32,7 @@ from bots.common import (
     Access,
     error_message,
     reaction_added,
+    reaction_hint,
     reaction_removed,
     status_text,
 )
@@ -202,12 +203,15 @@ class _SlackBot:
             await client.chat_update(channel=channel, ts=ts, text=error_message(exc))
             return
         await client.chat_update(
-            channel=channel, ts=ts, text=result.agent.answer, blocks=answer_blocks(result)
+            channel=channel,
+            ts=ts,
+            text=result.agent.answer,
+            blocks=answer_blocks(result, self.config.reactions),
         )
         await self.service.remember_message(PLATFORM, _message_ref(channel, ts), result.answer_id)
 
 
-def answer_blocks(result: AskResult, reactions_hint: bool = True) -> list[dict[str, Any]]:
+def answer_blocks(result: AskResult, reactions: Mapping[str, ReactionMeaning] = {}) -> list[dict[str, Any]]:
     """The answer in Block Kit: text, quoted evidence, the numbered sources as links, how to rate it."""
     agent = result.agent
     blocks: list[dict[str, Any]] = [
@@ -224,19 +228,9 @@ def answer_blocks(result: AskResult, reactions_hint: bool = True) -> list[dict[s
         blocks.append(
             {"type": "context", "elements": [{"type": "mrkdwn", "text": _truncate("\n".join(lines))}]}
         )
-    if reactions_hint:
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [
-                    {
-                        "type": "mrkdwn",
-                        "text": "Was this useful? React with :white_check_mark: :+1: :-1: :x: "
-                        "(or :jigsaw: missing information, :scroll: too verbose).",
-                    }
-                ],
-            }
-        )
+    hint = reaction_hint(reactions, lambda name: f":{name}:")
+    if hint:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": hint}]})
     return blocks
 
 

@@ -50,12 +50,16 @@ from bots.common import (
     Access,
     error_message,
     reaction_added,
+    reaction_hint,
     reaction_removed,
 )
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
 
 log = logging.getLogger(__name__)
+
+# How Teams shows its reaction types (the only ones it offers on a bot's message).
+REACTION_GLYPHS = {"like": "👍", "heart": "❤️", "laugh": "😆", "surprised": "😮", "sad": "😢", "angry": "😠"}
 
 PLATFORM = "teams"
 TYPING_EVERY_S = 3.0  # Teams shows the indicator for about three seconds
@@ -260,7 +264,9 @@ class TeamsBot(TeamsActivityHandler):
             (stopped,) = await asyncio.gather(typing, return_exceptions=True)
             if isinstance(stopped, Exception):  # the indicator is best effort; the answer still goes out
                 log.warning("typing indicator failed: %s", stopped)
-        reply = MessageFactory.attachment(CardFactory.adaptive_card(answer_card(result)))
+        reply = MessageFactory.attachment(
+            CardFactory.adaptive_card(answer_card(result, self.config.reactions))
+        )
         reply.text = result.agent.answer  # shown in notifications and by clients without cards
         sent = await self._send(reference, reply)
         if sent is not None and sent.id:
@@ -307,7 +313,7 @@ class TeamsBot(TeamsActivityHandler):
             await reaction_removed(self.service, PLATFORM, ref, reaction.type, _user(activity))
 
 
-def answer_card(result: AskResult) -> dict[str, Any]:
+def answer_card(result: AskResult, reactions: Mapping[str, ReactionMeaning] = {}) -> dict[str, Any]:
     """The answer as an Adaptive Card: the text, the quoted evidence, then each numbered source as a link."""
     agent = result.agent
     body: list[dict[str, Any]] = [{"type": "TextBlock", "text": agent.answer, "wrap": True}]
@@ -325,15 +331,9 @@ def answer_card(result: AskResult) -> dict[str, Any]:
             body.append(
                 {"type": "TextBlock", "text": text, "wrap": True, "isSubtle": True, "spacing": "None"}
             )
-    body.append(
-        {
-            "type": "TextBlock",
-            "text": "Was this useful? React with ❤️ (perfect), 👍, 😢 or 😠 (wrong).",
-            "wrap": True,
-            "isSubtle": True,
-            "size": "Small",
-        }
-    )
+    hint = reaction_hint(reactions, lambda name: REACTION_GLYPHS.get(name, f"({name})"))
+    if hint:
+        body.append({"type": "TextBlock", "text": hint, "wrap": True, "isSubtle": True, "size": "Small"})
     return {
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "type": "AdaptiveCard",

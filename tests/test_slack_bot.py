@@ -207,3 +207,16 @@ async def _wait_rows(service: DocfinderService, count: int, timeout: float = 30.
         if time.monotonic() > deadline:
             raise AssertionError(f"{len(service.feedback.records())} feedback rows, expected {count}")
         await asyncio.sleep(0.05)
+
+
+async def test_the_rating_hint_offers_exactly_the_configured_reactions(slack):
+    start, api = slack
+    client, _ = await start(
+        slack_reactions={"tada": {"rating": 5}, "thinking_face": {"label": "Confusing"}, "x": {"rating": 1}}
+    )
+    assert await post(client, mention("When are proposals due?")) == 200
+    await api.wait_for(lambda a: final_answers(a))
+    blocks = final_answers(api)[-1]["blocks"]
+    blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+    hint = blocks[-1]["elements"][0]["text"]
+    assert hint == "Was this useful? React with :tada: 5/5 · :x: 1/5 · :thinking_face: confusing."

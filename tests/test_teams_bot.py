@@ -86,6 +86,10 @@ async def test_a_mention_gets_typing_then_an_adaptive_card_with_sources(teams):
     assert source.startswith("[1] ") and "Proposal preparation" in source
     assert "file://" not in json.dumps(card) and "/tmp" not in json.dumps(card), "no server paths in chat"
     assert reply["text"] == texts[0]
+    assert texts[-1] == (  # the rating hint, from the default reaction map
+        "Was this useful? React with ❤️ perfect answer, accurate · 👍 4/5 · 😮 confusing · 😢 2/5 · "
+        "😠 incorrect answer."
+    )
 
     # The reply chain is the conversation: a follow-up there reaches the condense step.
     await client.post("/api/messages", json=question(connector, "And the co-investigators?"))
