@@ -1,4 +1,7 @@
-"""What both chat bots share: progress wording, access rules, reactions as feedback, user messages.
+"""What both chat bots share: access rules, reactions as feedback, their own messages.
+
+The wording of progress steps and errors, which the CLI and the MCP server use too, lives
+in :mod:`pipeline.wording`.
 
 Nothing here talks to Slack or Teams; each adapter parses its platform's events into these
 terms, calls the service it was handed, and renders the result its own way.
@@ -11,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pipeline.answers import AnsweringService, Caller, Feedback, Platform, ReactionMeaning
-from pipeline.errors import DocfinderError, InvalidRequestError, NotFoundError, TransientError
+from pipeline.errors import NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -20,34 +23,6 @@ NOT_ENABLED = (
     "docfinder's allowed list, or ask me where I am enabled."
 )
 THINKING = "Looking through the documentation…"
-
-_STEP_TEXT = {
-    "received": "Looking through the documentation…",
-    "queued": "Many questions right now; yours is next in line…",
-    "condense": "Reading the conversation so far…",
-    "classify_query": "Working out what the question is about…",
-    "review_query": "Working out what the question is about…",
-    "retrieve": "Searching the documents…",
-    "sparse_fallback": "Looking for rarely mentioned facts…",
-    "transform_query": "Trying a different search…",
-    "generate": "Writing the answer…",
-    "supported": "Checking the answer against the sources…",
-    "useful": "Checking the answer against the sources…",
-}
-
-
-def status_text(step: str) -> str | None:
-    """The wording a user sees for an agent step, or None for steps not worth showing."""
-    return _STEP_TEXT.get(step)
-
-
-def error_message(exc: DocfinderError) -> str:
-    """A clear, polite message for a failed question."""
-    if isinstance(exc, TransientError):
-        return f"Sorry, I cannot answer right now ({exc}). Please try again in a few minutes."
-    if isinstance(exc, InvalidRequestError):
-        return f"Sorry, I cannot answer that: {exc}."
-    return f"Sorry, something went wrong while answering: {exc}."
 
 
 @dataclass(frozen=True, slots=True)

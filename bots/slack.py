@@ -30,14 +30,13 @@ from bots.common import (
     NOT_ENABLED,
     THINKING,
     Access,
-    error_message,
     reaction_added,
     reaction_hint,
     reaction_removed,
-    status_text,
 )
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
+from pipeline.wording import error_message, status_text
 
 log = logging.getLogger(__name__)
 

@@ -48,13 +48,13 @@ from jwt.algorithms import RSAAlgorithm
 from bots.common import (
     NOT_ENABLED,
     Access,
-    error_message,
     reaction_added,
     reaction_hint,
     reaction_removed,
 )
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
+from pipeline.wording import error_message
 
 log = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from pipeline.context import CONTEXT_SELECTIONS
 from pipeline.errors import ConfigurationError, DocfinderError
 from pipeline.ordering import CONTEXT_ORDERS
 from pipeline.retrieval import SEARCH_MODES
+from pipeline.wording import describe_step, status_text
 from server.cli_output import (
     RichIngestProgress,
     print_answer,
@@ -253,9 +254,9 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
         with err.status("thinking…") as status:
 
             async def on_status(event: dict[str, Any]) -> None:
-                status.update(f"{event['step'].replace('_', ' ')}…")
+                status.update(status_text(event["step"]) or f"{event['step'].replace('_', ' ')}…")
                 if not args.json:
-                    err.print(f"[dim]{event['t']:6.1f}s {event['step']}[/]")
+                    err.print(f"[dim]{event['t']:6.1f}s {escape(describe_step(event))}[/]")
 
             result = await service.ask(
                 args.question,

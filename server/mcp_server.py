@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from pipeline.answers import FEEDBACK_LABELS, LOCAL_CALLER, Caller, Feedback
 from pipeline.errors import DocfinderError, TransientError
 from pipeline.types import Chunk
+from pipeline.wording import describe_step
 from server.asgi_mount import CALLER_STATE
 from server.render import answer_to_json
 from server.service import DocfinderService
@@ -171,7 +172,7 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         async def progress(event: dict[str, Any]) -> None:
             nonlocal steps
             steps += 1
-            await ctx.report_progress(steps, message=_describe_step(event))
+            await ctx.report_progress(steps, message=describe_step(event))
 
         result = await service.ask(
             question,
@@ -311,17 +312,6 @@ def render_document(title: str, source: str, chunks: list[Chunk]) -> str:
         where = f"(p. {chunk.pages[0]}) " if chunk.pages != (0, 0) else ""
         lines += [f"{where}{chunk.text}", ""]
     return "\n".join(lines)
-
-
-def _describe_step(event: dict[str, Any]) -> str:
-    step = event["step"]
-    if step == "retrieve":
-        return f"retrieve: {len(event.get('candidates', []))} candidates"
-    if step == "grade_documents":
-        return f"grade_documents: kept {len(event.get('kept', []))}"
-    if "verdict" in event:
-        return f"{step}: {event['verdict']}"
-    return step
 
 
 def _version() -> str:

@@ -1,0 +1,53 @@
+"""How docfinder words what it is doing and what went wrong, for every front door.
+
+Users see :func:`status_text` (Slack's placeholder, the CLI's spinner) and
+:func:`error_message` (chat replies); tools and logs see :func:`describe_step`, one
+technical line per agent step (MCP progress, the CLI's step list). One place, so a step
+is never called two things.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.errors import DocfinderError, InvalidRequestError, TransientError
+
+STEP_TEXT = {
+    "received": "Looking through the documentation…",
+    "queued": "Many questions right now; yours is next in line…",
+    "condense": "Reading the conversation so far…",
+    "classify_query": "Working out what the question is about…",
+    "review_query": "Working out what the question is about…",
+    "retrieve": "Searching the documents…",
+    "sparse_fallback": "Looking for rarely mentioned facts…",
+    "transform_query": "Trying a different search…",
+    "generate": "Writing the answer…",
+    "supported": "Checking the answer against the sources…",
+    "useful": "Checking the answer against the sources…",
+}
+
+
+def status_text(step: str) -> str | None:
+    """The wording a user sees for an agent step, or None for steps not worth showing."""
+    return STEP_TEXT.get(step)
+
+
+def error_message(exc: DocfinderError) -> str:
+    """A clear, polite message for a failed question."""
+    if isinstance(exc, TransientError):
+        return f"Sorry, I cannot answer right now ({exc}). Please try again in a few minutes."
+    if isinstance(exc, InvalidRequestError):
+        return f"Sorry, I cannot answer that: {exc}."
+    return f"Sorry, something went wrong while answering: {exc}."
+
+
+def describe_step(event: dict[str, Any]) -> str:
+    """One technical line for a trace event: the step and what it found or decided."""
+    step = event["step"]
+    if step == "retrieve":
+        return f"retrieve: {len(event.get('candidates', []))} candidates"
+    if step == "grade_documents":
+        return f"grade_documents: kept {len(event.get('kept', []))}"
+    if "verdict" in event:
+        return f"{step}: {event['verdict']}"
+    return step
