@@ -28,6 +28,7 @@ from pipeline.types import Chunk, SearchHit, model_text
 
 SearchMode = Literal["bm25", "dense", "hybrid", "sparse"]
 SEARCH_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid", "sparse")
+MAX_SEARCH_K = 100  # the most passages one search returns to a remote caller (HTTP, MCP)
 
 
 class SearchableIndex(Protocol):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.answers import FEEDBACK_LABELS
 from pipeline.errors import InvalidRequestError
+from pipeline.retrieval import MAX_SEARCH_K
 
 MAX_TEXT_CHARS = 20_000  # the largest max_question_chars allows; the service applies the configured one
 MAX_ID_CHARS = 256
@@ -51,7 +52,7 @@ class SearchBody(_Strict):
     """``POST /v1/search``."""
 
     query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
-    k: int = Field(10, ge=1, le=100)
+    k: int = Field(10, ge=1, le=MAX_SEARCH_K)
     mode: Literal["hybrid", "bm25", "dense", "sparse"] = "hybrid"
     collections: Collections = None
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from pipeline.answers import FEEDBACK_LABELS, LOCAL_CALLER, Caller, Feedback
 from pipeline.errors import DocfinderError, TransientError
+from pipeline.retrieval import MAX_SEARCH_K
 from pipeline.types import Chunk
 from pipeline.wording import describe_step
 from server.asgi_mount import CALLER_STATE
@@ -186,7 +187,7 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
     @tool
     async def search(
         query: Annotated[str, Field(description="Words or a question to search for.")],
-        k: Annotated[int, Field(ge=1, le=50, description="How many passages to return.")] = 8,
+        k: Annotated[int, Field(ge=1, le=MAX_SEARCH_K, description="How many passages to return.")] = 8,
         collections: Annotated[list[str] | None, Field(description="Search only these collections.")] = None,
         mode: Annotated[
             Literal["hybrid", "bm25", "dense"], Field(description="hybrid (default), keyword or semantic.")

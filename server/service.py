@@ -49,7 +49,7 @@ from pipeline.documents import DocumentScope, resolve_scope
 from pipeline.errors import ConfigurationError, ForbiddenError, InvalidRequestError, NotFoundError
 from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
-from pipeline.retrieval import SEARCH_MODES, Reranker, SearchRequest, retrieve
+from pipeline.retrieval import MAX_SEARCH_K, SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import Chunk, SearchHit
 from server.admission import WorkPool
 from server.conversations import ConversationStore
@@ -402,6 +402,9 @@ class DocfinderService:
         instead of the live one (one question's searches all see the same version). ``scope``
         replaces the scope the query would resolve to, when the query names no document.
 
+        A remote caller gets at most ``MAX_SEARCH_K`` passages; the CLI and the evaluations,
+        running as the local caller, may ask for more.
+
         Searches run in their own pool of ``max_concurrent_searches`` threads; beyond
         ``search_queue`` waiting searches a new one is refused (:class:`OverloadedError`),
         unless ``admitted`` (the searches of a question already admitted to the agent).
@@ -411,6 +414,8 @@ class DocfinderService:
             raise InvalidRequestError(
                 f"unknown search mode {shown!r}; choose one of {', '.join(SEARCH_MODES)}"
             )
+        if caller is not LOCAL_CALLER and k is not None and not 1 <= k <= MAX_SEARCH_K:
+            raise InvalidRequestError(f"k must be between 1 and {MAX_SEARCH_K}")
         self.metrics.searches.labels(mode).inc()
         collections = self.allowed_collections(collections, caller)
         request = SearchRequest(

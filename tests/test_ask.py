@@ -11,7 +11,9 @@ import pytest
 from dspy.utils import DummyLM
 
 from index_build.builder import ingest
+from pipeline.answers import Caller
 from pipeline.errors import ConfigurationError, InvalidRequestError
+from pipeline.retrieval import MAX_SEARCH_K
 from programs.agent import LLM_UNAVAILABLE
 from server.service import DocfinderService
 from server.settings import load_settings
@@ -132,3 +134,13 @@ def test_a_server_refuses_at_start_an_index_another_embedder_built(settings, emb
 
     with pytest.raises(ConfigurationError, match=r"another-model.*docfinder ingest"):
         asyncio.run(start())
+
+
+def test_a_remote_caller_gets_at_most_max_search_k_passages_and_the_local_one_more(settings, embedder):
+    async def scenario() -> int:
+        async with DocfinderService(settings, embedder=embedder) as service:
+            with pytest.raises(InvalidRequestError, match="k must be between 1 and 100"):
+                await service.search("proposal deadline", k=MAX_SEARCH_K + 1, caller=Caller("api-key-1"))
+            return len((await service.search("proposal deadline", k=MAX_SEARCH_K + 1)).hits)
+
+    assert asyncio.run(scenario()) > 0
