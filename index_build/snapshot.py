@@ -201,15 +201,13 @@ class IndexSnapshot:
 
         None for a text that is no unit (a short sentence, a piece of a unit): the caller embeds it.
         """
-        by_chunk: dict[str, dict[str, np.ndarray]] = {}
+        by_document: dict[str, dict[tuple[str, str], np.ndarray]] = {}
         found: list[np.ndarray | None] = []
         for chunk, text in pieces:
-            if chunk.chunk_id not in by_chunk:
+            if chunk.doc_id not in by_document:
                 units, vectors = self.units_of(chunk.doc_id)
-                by_chunk[chunk.chunk_id] = {
-                    u.text: vectors[i] for i, u in enumerate(units) if u.chunk_id == chunk.chunk_id
-                }
-            found.append(by_chunk[chunk.chunk_id].get(text))
+                by_document[chunk.doc_id] = {(u.chunk_id, u.text): vectors[i] for i, u in enumerate(units)}
+            found.append(by_document[chunk.doc_id].get((chunk.chunk_id, text)))
         return found
 
     def chunks_of(self, doc_id: str) -> tuple[Sequence[Chunk], np.ndarray]:

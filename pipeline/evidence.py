@@ -274,7 +274,6 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
     for candidate in search.units:
         by_document.setdefault(candidate.document_rank, []).append(candidate)
     chosen: list[ScoredUnit] = []
-    taken: set[str] = set()
     stated: set[str] = set()
     headers: set[tuple[str, str]] = set()
     used = 0
@@ -295,7 +294,6 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
             return False
         used += cost
         chosen.append(candidate)
-        taken.add(unit.unit_id)
         stated.add(said)
         if unit.kind == "row":
             headers.add(header_key)
@@ -305,7 +303,6 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
         for candidate in by_document[rank]:
             if take(candidate):
                 break
-    for candidate in search.units:
-        if candidate.unit.unit_id not in taken:
-            take(candidate)
+    for candidate in search.units:  # a unit taken above is skipped: its words are stated
+        take(candidate)
     return chosen

@@ -60,7 +60,14 @@ def split_sentences(text: str) -> list[str]:
 
 def jaccard(a: str, b: str) -> float:
     """Jaccard similarity of the two texts' sets of lower-cased words."""
-    x, y = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return _set_jaccard(_words_of(a), _words_of(b))
+
+
+def _words_of(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _set_jaccard(x: set[str], y: set[str]) -> float:
     if not x and not y:
         return 1.0
     return len(x & y) / len(x | y)
@@ -72,7 +79,7 @@ def dedupe(texts: Sequence[str], threshold: float = 0.9) -> list[int]:
     Each text's words are read once, and a pair whose sizes alone rule out ``threshold``
     (Jaccard is at most the smaller set's size over the larger's) is not compared.
     """
-    words = [set(_WORD.findall(text.lower())) for text in texts]
+    words = [_words_of(text) for text in texts]
     kept: list[int] = []
     for i, mine in enumerate(words):
         if all(_similarity_below(mine, words[j], threshold) for j in kept):
@@ -82,11 +89,9 @@ def dedupe(texts: Sequence[str], threshold: float = 0.9) -> list[int]:
 
 def _similarity_below(x: set[str], y: set[str], threshold: float) -> bool:
     small, large = sorted((len(x), len(y)))
-    if not large:
-        return threshold > 1.0
-    if small < threshold * large:
+    if large and small < threshold * large:  # Jaccard ≤ small / large: no need to intersect
         return True
-    return len(x & y) / len(x | y) < threshold
+    return _set_jaccard(x, y) < threshold
 
 
 def cluster_by_silhouette(vectors: np.ndarray, max_clusters: int = 10) -> np.ndarray:

@@ -322,9 +322,8 @@ class _Run:
         reply = await self.call(
             "understand", self.agent.understand, history=turns, message=message, domains=listing or "general"
         )
-        self.question = (
-            reply.standalone_question.strip() if history and reply.standalone_question.strip() else message
-        )
+        standalone = reply.standalone_question.strip()
+        self.question = standalone if history and standalone else message
         if history:
             await self.step("condense", message=message, question=self.question)
         if names:
