@@ -3,14 +3,14 @@
 understand (condense, classify_query, review_query: one LLM call) → retrieve → grade_documents
   → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
      then a "no documents" answer without calling generate)
-  → generate → check (supported, useful: one LLM call, reading the cited evidence only)
+  → generate → supported (reading the cited evidence only) → useful
   → (a check fails: first the sparse-information fallback, then transform_query and retry,
      at most ``max_rewrites`` times, then an answer that says it could not be verified and
      still lists the best sources).
 
 Every step is recorded in the trace and sent to ``on_status`` as it happens; the event that
 reports an LLM call names it (``llm_call``) and carries its tokens. Grading uses the
-retrieval scores, not the LLM. So an answer whose checks pass costs three LLM calls. When the LLM
+retrieval scores, not the LLM. So an answer whose checks pass costs four LLM calls. When the LLM
 is down or too slow, the user gets a clear message and the sources retrieved so far.
 Retrieval comes in as a plain async callable that returns numbered passages (evidence
 units grouped by chunk, or whole chunks), so the module knows nothing of indexes.
@@ -34,7 +34,7 @@ from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, 
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import TransientError
 from pipeline.quotes import choose_quotes
-from programs.signatures import Check, Generate, Transform, Understand
+from programs.signatures import Generate, Supported, Transform, Understand, Useful
 
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
 
@@ -165,7 +165,8 @@ class AnswerAgent(dspy.Module):
         self.understand = dspy.Predict(Understand)
         self.transform_query = dspy.Predict(Transform)
         self.generate = dspy.Predict(Generate)
-        self.check = dspy.Predict(Check)
+        self.supported = dspy.Predict(Supported)
+        self.useful = dspy.Predict(Useful)
 
     async def aforward(
         self,
@@ -371,19 +372,21 @@ class _Run:
         return kept
 
     async def _checks(self, answer: str, passages: list[Passage]) -> bool:
-        """Both checks in one call, on the evidence the answer cites (numbered as the answer saw it)."""
+        """Both checks; ``useful`` is skipped when ``supported`` already failed (the retry is the same)."""
         cited = cited_passages(passages, answer)
-        reply = await self.call(
-            "check",
-            self.agent.check,
-            passages=number_passages(cited, passages),
-            question=self.question,
-            answer=answer,
-        )
-        self.verdicts = {"supported": reply.supported, "useful": reply.useful}
-        await self.step("supported", verdict=reply.supported, passages=len(cited))
-        await self.step("useful", verdict=reply.useful)
-        if reply.supported == "yes" and reply.useful == "yes":
+        supported = (
+            await self.call(
+                "supported", self.agent.supported, passages=number_passages(cited, passages), answer=answer
+            )
+        ).supported
+        self.verdicts = {"supported": supported, "useful": None}
+        await self.step("supported", verdict=supported, passages=len(cited))
+        if supported != "yes":
+            return False
+        useful = (await self.call("useful", self.agent.useful, question=self.question, answer=answer)).useful
+        self.verdicts["useful"] = useful
+        await self.step("useful", verdict=useful)
+        if useful == "yes":
             self.best = passages
             return True
         return False

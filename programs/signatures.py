@@ -2,9 +2,9 @@
 
 They are kept short: the embedded model reads about 150 prompt tokens per second on two
 cores, so every word here costs time on every question. For the same reason one call
-understands the question (condense, classify, rephrase) and one call checks the answer
-(supported, useful): each call repeats the instructions, the field descriptions and the
-evidence, and a small model's calls cost seconds each.
+understands the question (condense, classify, rephrase). The two checks stay separate
+calls: asked together, with the evidence in view, the embedded model judged supported
+answers not useful (SEC dev question 0: three supported answers, all "not useful").
 """
 
 from __future__ import annotations
@@ -59,15 +59,20 @@ class Generate(dspy.Signature):
     sources: list[int] = dspy.OutputField(desc="the numbers of the evidence the answer uses")
 
 
-class Check(dspy.Signature):
-    """Judge the answer. supported: is every claim in it stated by the numbered evidence it cites?
-    Citations alone are not support. useful: does it actually answer the question, rather than
-    restate it or say it cannot?"""
+class Supported(dspy.Signature):
+    """Is every claim in the answer supported by the numbered evidence? Citations alone are not
+    support: the cited evidence must state the claim."""
 
-    passages: str = dspy.InputField(desc="the numbered evidence the answer cites")
-    question: str = dspy.InputField()
+    passages: str = dspy.InputField()
     answer: str = dspy.InputField()
     supported: Literal["yes", "no"] = dspy.OutputField()
+
+
+class Useful(dspy.Signature):
+    """Does the answer actually answer the question (not just restate it or say it cannot)?"""
+
+    question: str = dspy.InputField()
+    answer: str = dspy.InputField()
     useful: Literal["yes", "no"] = dspy.OutputField()
 
 

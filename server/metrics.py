@@ -33,7 +33,7 @@ class Metrics:
         )  # fmt: skip
         self.llm_calls = Counter(
             "docfinder_llm_calls",
-            "LLM calls by agent call (understand, transform_query, generate, check).",
+            "LLM calls by agent call (understand, transform_query, generate, supported, useful).",
             ["call"],
             registry=r,
         )

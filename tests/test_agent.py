@@ -65,11 +65,12 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
             "rephrased": "cryostat warm-up interval",
         },
         {"answer": "Every six months [1].", "sources": [1]},
-        {"supported": "yes", "useful": "yes"},
+        {"supported": "yes"},
+        {"useful": "yes"},
     )
     retriever = ScriptedRetriever(HITS)
     result, events = run(agent, model, retriever)
-    assert len(model.history) == 3, "understand, generate, check: three LLM calls"
+    assert len(model.history) == 4, "understand, generate, supported, useful: four LLM calls"
     assert result.question == "How often is the cryostat warmed up?"
     assert result.outcome == "answered" and result.answer == "Every six months [1]."
     assert [c.passage_id for c in result.citations] == ["doc-0001"] and result.citations[0].pages == (1, 1)
@@ -98,7 +99,8 @@ def test_history_is_condensed_first():
             "rephrased": "cryostat maintenance",
         },
         {"answer": "Every six months [1].", "sources": [1]},
-        {"supported": "yes", "useful": "yes"},
+        {"supported": "yes"},
+        {"useful": "yes"},
     )
     result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
     assert events[0] == "condense" and result.question == "How often is the ALMA cryostat warmed up?"
@@ -149,22 +151,25 @@ def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
             "rephrased": "cryostat",
         },
         {"answer": "Every year [1].", "sources": [1]},
-        {"supported": "no", "useful": "yes"},
+        {"supported": "no"},
         {"answer": "Every six months [1]; the cold head was replaced in 2019 [2].", "sources": [2]},
-        {"supported": "yes", "useful": "yes"},
+        {"supported": "yes"},
+        {"useful": "yes"},
     )
     retriever = ScriptedRetriever(HITS, SPARSE)
     result, events = run(agent, model, retriever)
     assert result.outcome == "answered"
     assert retriever.calls[1] == (["How often is the cryostat warmed up?"], "alma", "sparse")
     assert "sparse_fallback" in events and events.count("generate") == 2
-    assert events.count("supported") == 2 and [e["llm_call"] for e in result.trace if "llm_call" in e] == [
+    assert events.count("useful") == 1, "useful is not asked once supported has failed"
+    assert [e["llm_call"] for e in result.trace if "llm_call" in e] == [
         "understand",
         "generate",
-        "check",
+        "supported",
         "generate",
-        "check",
-    ], "one call checks both; the sparse fallback retrieves without the LLM"
+        "supported",
+        "useful",
+    ], "the sparse fallback retrieves without the LLM"
     assert [c.passage_id for c in result.citations] == ["doc-0001", "doc-0007"]
 
 
@@ -178,13 +183,19 @@ def test_the_grounding_check_reads_only_the_cited_passages_under_their_own_numbe
             "rephrased": "compressor",
         },
         {"answer": "The compressor is serviced yearly [2].", "sources": [2]},
-        {"supported": "yes", "useful": "yes"},
+        {"supported": "yes"},
+        {"useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(hits))
     supported_prompt = model.history[2]["messages"][-1]["content"]
     assert "[2] Manual 2" in supported_prompt and "serviced yearly" in supported_prompt
     assert "cryostat is warmed" not in supported_prompt and "[1]" not in supported_prompt
-    assert result.trace[-2] == {**result.trace[-2], "step": "supported", "passages": 1, "llm_call": "check"}
+    assert result.trace[-2] == {
+        **result.trace[-2],
+        "step": "supported",
+        "passages": 1,
+        "llm_call": "supported",
+    }
 
 
 def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
@@ -196,10 +207,12 @@ def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
             "rephrased": "cryostat",
         },
         {"answer": "The cryostat exists [1].", "sources": [1]},
-        {"supported": "yes", "useful": "no"},
+        {"supported": "yes"},
+        {"useful": "no"},
         {"rewritten": "cryostat warm-up frequency"},
         {"answer": "It is warmed [1].", "sources": [1]},
-        {"supported": "yes", "useful": "no"},
+        {"supported": "yes"},
+        {"useful": "no"},
     )
     retriever = ScriptedRetriever(HITS, [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7)])
     result, events = run(agent, model, retriever, sparse_available=False)
@@ -217,7 +230,7 @@ def test_the_same_passages_are_not_generated_from_twice():
             "rephrased": "cryostat",
         },
         {"answer": "Every year [1].", "sources": [1]},
-        {"supported": "no", "useful": "yes"},
+        {"supported": "no"},
         {"rewritten": "cryostat warm-up interval"},
     )
     retriever = ScriptedRetriever(HITS, HITS)
@@ -240,9 +253,10 @@ def test_sparse_passages_replace_the_lowest_ranked_when_the_context_is_full():
             "rephrased": "cryostat",
         },
         {"answer": "Every year [1].", "sources": [1]},
-        {"supported": "no", "useful": "yes"},
+        {"supported": "no"},
         {"answer": "The cold head was replaced in 2019 [4].", "sources": [4]},
-        {"supported": "yes", "useful": "yes"},
+        {"supported": "yes"},
+        {"useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(full, SPARSE))
     assert result.outcome == "answered"

@@ -26,7 +26,8 @@ FIRST = [
         "rephrased": "proposal submission deadline",
     },
     {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
-    {"supported": "yes", "useful": "yes"},
+    {"supported": "yes"},
+    {"useful": "yes"},
 ]
 FOLLOW_UP = [
     {
@@ -35,7 +36,8 @@ FOLLOW_UP = [
         "rephrased": "co-investigators per proposal",
     },
     {"answer": "At most twelve [1].", "sources": [1]},
-    {"supported": "yes", "useful": "yes"},
+    {"supported": "yes"},
+    {"useful": "yes"},
 ]
 
 

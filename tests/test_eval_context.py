@@ -106,7 +106,8 @@ def test_the_agent_benchmark_scores_citations_figures_checks_and_latency(tmp_pat
     per_question = [
         {"standalone_question": "", "domain": "general", "rephrased": "net sales"},
         {"answer": "Net sales were 12,345 [1].", "sources": [1]},
-        {"supported": "yes", "useful": "yes"},
+        {"supported": "yes"},
+        {"useful": "yes"},
     ]
     model = DummyLM(per_question * 2, adapter=dspy.JSONAdapter())
     report = bench_agent(

@@ -22,7 +22,8 @@ SCRIPT = [
         "rephrased": "proposal submission deadline",
     },
     {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
-    {"supported": "yes", "useful": "yes"},
+    {"supported": "yes"},
+    {"useful": "yes"},
 ]
 
 

@@ -1,16 +1,16 @@
 """Replies are constrained to each signature's schema, in the form the LLM server understands."""
 
-from programs.signatures import Check, Understand
+from programs.signatures import Supported, Understand
 from server.llm import make_adapter
 from server.settings import load_settings
 
 
 def test_the_embedded_llama_cpp_server_gets_json_object_with_a_schema():
     kwargs: dict = {}
-    make_adapter(load_settings())._prepare_response_format(None, kwargs, Check)
+    make_adapter(load_settings())._prepare_response_format(None, kwargs, Supported)
     assert kwargs["response_format"]["type"] == "json_object"
     schema = kwargs["response_format"]["schema"]
-    assert schema["required"] == ["supported", "useful"]
+    assert schema["required"] == ["supported"]
     assert schema["properties"]["supported"]["enum"] == ["yes", "no"]
 
 
