@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.figures import figures, stated_figures
-from server.eval_context import load_questions
-from server.eval_retrieval import percentile
-from server.service import DocfinderService, run_ingest
+from pipeline.streaming import AnswerToken
+from server.evaluation.context import load_questions
+from server.evaluation.retrieval import percentile
+from server.service import open_service, run_ingest
 from server.settings import Settings
 
 
@@ -57,6 +58,7 @@ def bench_agent(
     rows = asyncio.run(_ask_all(settings, questions, lm, rows_file))
     latencies = [r["seconds"] for r in rows]
     first_status = [r["first_status_s"] for r in rows if r["first_status_s"] is not None]
+    first_token = [r["first_token_s"] for r in rows if r["first_token_s"] is not None]
     with_figures = [r for r in rows if r["gold_figures"]]
 
     def recall(key: str) -> float:
@@ -82,16 +84,21 @@ def bench_agent(
             "p50": round(statistics.median(first_status), 3) if first_status else None,
             "max": round(max(first_status), 3) if first_status else None,
         },
+        "first_answer_token_s": {  # the answer starts to appear (streamed generate call)
+            "p50": round(statistics.median(first_token), 2) if first_token else None,
+            "max": round(max(first_token), 2) if first_token else None,
+        },
     }
 
 
 async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path) -> list[dict[str, Any]]:
     rows = []
-    async with DocfinderService(settings, lm=lm) as service:
+    async with open_service(settings, lm=lm) as service:
         await service.language_model()  # start the embedded server before timing anything
         for question in questions:
             started = time.perf_counter()
             first: list[float] = []
+            first_token: list[float] = []
 
             async def on_status(
                 event: dict[str, Any], started: float = started, first: list[float] = first
@@ -99,7 +106,13 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
                 if not first:
                     first.append(time.perf_counter() - started)
 
-            result = await service.ask(question.text, on_status=on_status)
+            async def on_token(
+                token: AnswerToken, started: float = started, first: list[float] = first_token
+            ) -> None:
+                if not first:
+                    first.append(time.perf_counter() - started)
+
+            result = await service.ask(question.text, on_status=on_status, on_token=on_token)
             agent = result.agent
             gold = figures(question.answer)
             quoted = set().union(*(figures(f"{q.context}\n{q.text}") for q in agent.evidence))
@@ -108,6 +121,7 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
                 "question": question.text,
                 "seconds": time.perf_counter() - started,
                 "first_status_s": first[0] if first else None,
+                "first_token_s": first_token[0] if first_token else None,
                 "outcome": agent.outcome,
                 "llm_calls": sum("llm_call" in e for e in agent.trace),
                 "gold_cited": any(

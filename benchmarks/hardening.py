@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 
 from benchmarks.load_fault import REPO, server_env, start_server
-from server.eval_retrieval import percentile
+from server.evaluation.retrieval import percentile
 from server.service import run_ingest
 from server.settings import Settings
 from tests.fake_llm import FakeLLMServer

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.eval_retrieval import percentile
-from server.service import DocfinderService, run_ingest
+from server.evaluation.retrieval import percentile
+from server.service import open_service, run_ingest
 from server.settings import load_settings
 
 
@@ -60,7 +60,7 @@ def bench_ingest_and_search(data: Path) -> dict[str, Any]:
 
 async def _search_latency(settings, questions: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    async with DocfinderService(settings) as service:
+    async with open_service(settings) as service:
         await service.search("warm up the embedder", k=10)
         for mode in ("bm25", "dense", "hybrid"):
             latencies = []

@@ -34,7 +34,7 @@ import aiohttp
 
 from index_build.layout import VERSIONS
 from index_build.snapshot import open_version
-from server.eval_retrieval import percentile
+from server.evaluation.retrieval import percentile
 from server.service import run_ingest
 from server.settings import Settings
 from tests.fake_llm import FakeLLMServer

@@ -21,8 +21,8 @@ from benchmarks.hardening import bench_hardening
 from benchmarks.ingest_search import bench_ingest_and_search
 from benchmarks.load_fault import bench_load_and_faults
 from benchmarks.scale import bench_scale
-from server.eval_context import evaluate_context
-from server.eval_retrieval import evaluate_retrieval
+from server.evaluation.context import evaluate_context
+from server.evaluation.retrieval import evaluate_retrieval
 from server.settings import load_settings
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

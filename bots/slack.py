@@ -27,8 +27,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.common import (
+    EDIT_INTERVAL_S,
     NOT_ENABLED,
     THINKING,
+    WRITING,
     Access,
     reaction_added,
     reaction_hint,
@@ -36,6 +38,7 @@ from bots.common import (
 )
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
+from pipeline.streaming import AnswerToken
 from pipeline.wording import error_message, status_text
 
 log = logging.getLogger(__name__)
@@ -179,23 +182,33 @@ class _SlackBot:
         placeholder = await client.chat_postMessage(channel=channel, thread_ts=thread, text=THINKING)
         ts = placeholder["ts"]
         shown = THINKING
+        last_edit = time.monotonic()
 
-        async def on_status(event: dict[str, Any]) -> None:
-            nonlocal shown
-            text = status_text(event["step"])
-            if text is None or text == shown:
-                return
-            shown = text
+        async def show(text: str) -> None:
+            nonlocal shown, last_edit
+            shown, last_edit = text, time.monotonic()
             try:
-                await client.chat_update(channel=channel, ts=ts, text=f":hourglass_flowing_sand: {text}")
+                await client.chat_update(channel=channel, ts=ts, text=text)
             except SlackApiError as exc:  # progress is best effort; the answer still comes
                 log.warning("could not show progress in %s: %s", channel, exc.response.get("error"))
+
+        async def on_status(event: dict[str, Any]) -> None:
+            text = status_text(event["step"])
+            if text is not None and f":hourglass_flowing_sand: {text}" != shown:
+                await show(f":hourglass_flowing_sand: {text}")
+
+        async def on_token(token: AnswerToken) -> None:
+            # The answer as it is written, at most one edit a second (Slack's rate limit for
+            # chat.update is about one a second per channel); the checked answer replaces it.
+            if time.monotonic() - last_edit >= EDIT_INTERVAL_S:
+                await show(f"{to_mrkdwn(token.answer_so_far)} {WRITING}")
 
         try:
             result = await self.service.ask(
                 question,
                 conversation_id=f"slack:{team}:{channel}:{thread}",
                 on_status=on_status,
+                on_token=on_token,
                 caller=self.config.access.caller(f"slack:{team}:{channel}"),
             )
         except DocfinderError as exc:

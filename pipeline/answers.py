@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
+from pipeline.streaming import AnswerToken
+
 Outcome = Literal["answered", "no_documents", "unverified", "llm_unavailable"]
 StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
+TokenSink = Callable[[AnswerToken], Awaitable[None]]  # the answer's text, as the LLM writes it
 
 # The reference system's feedback labels, in its order (best first).
 FEEDBACK_LABELS = (
@@ -196,9 +199,11 @@ class AnsweringService(Protocol):
         conversation_id: str | None = None,
         collections: list[str] | None = None,
         on_status: StatusSink | None = None,
+        on_token: TokenSink | None = None,
         caller: Caller = LOCAL_CALLER,
     ) -> AskResult:
-        """Answer ``question`` in ``conversation_id`` (a new one when absent), as ``caller``."""
+        """Answer ``question`` in ``conversation_id`` (a new one when absent), as ``caller``;
+        ``on_status`` hears each step, ``on_token`` the answer's text as it is written."""
         ...
 
     async def record_feedback(self, feedback: Feedback) -> FeedbackRecord:

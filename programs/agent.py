@@ -9,9 +9,12 @@ understand (condense, classify_query, review_query: one LLM call) â†’ retrieve â
      still lists the best sources).
 
 Every step is recorded in the trace and sent to ``on_status`` as it happens; the event that
-reports an LLM call names it (``llm_call``) and carries its tokens. Grading uses the
-retrieval scores, not the LLM. So an answer whose checks pass costs four LLM calls. When the LLM
-is down or too slow, the user gets a clear message and the sources retrieved so far.
+reports an LLM call names it (``llm_call``) and carries its tokens. With ``on_token``, the
+generate call streams: the answer's text goes to ``on_token`` as the LLM writes it (each new
+draft, after a failed check, numbered so that it replaces the text shown), and the checks run
+after it. Grading uses the retrieval scores, not the LLM. So an answer whose checks pass costs
+four LLM calls. When the LLM is down or too slow, the user gets a clear message and the
+sources retrieved so far.
 Retrieval comes in as a plain async callable that returns numbered passages (evidence
 units grouped by chunk, or whole chunks), so the module knows nothing of indexes.
 
@@ -30,10 +33,11 @@ from typing import Any
 
 import dspy
 
-from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, citation_link
+from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink, citation_link
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import TransientError
 from pipeline.quotes import choose_quotes
+from pipeline.streaming import AnswerToken, StreamedField
 from programs.signatures import Generate, Supported, Transform, Understand, Useful
 
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
@@ -175,8 +179,9 @@ class AnswerAgent(dspy.Module):
         history: Sequence[tuple[str, str]] = (),
         on_status: StatusSink | None = None,
         sparse_available: bool = True,
+        on_token: TokenSink | None = None,
     ) -> AgentAnswer:
-        run = _Run(self, retrieve, on_status)
+        run = _Run(self, retrieve, on_status, on_token)
         try:
             return await run.answer(message, history, sparse_available)
         except LLMUnavailableError as exc:
@@ -190,10 +195,18 @@ class AnswerAgent(dspy.Module):
 class _Run:
     """The state of one question going through the loop."""
 
-    def __init__(self, agent: AnswerAgent, retrieve: Retriever, on_status: StatusSink | None) -> None:
+    def __init__(
+        self,
+        agent: AnswerAgent,
+        retrieve: Retriever,
+        on_status: StatusSink | None,
+        on_token: TokenSink | None = None,
+    ) -> None:
         self.agent = agent
         self.retrieve = retrieve
         self.on_status = on_status
+        self.on_token = on_token
+        self.drafts = 0
         self.trace: list[dict[str, Any]] = []
         self.question = ""
         self.domain: str | None = None
@@ -210,12 +223,18 @@ class _Run:
         if self.on_status is not None:
             await self.on_status(event)
 
-    async def call(self, name: str, predictor: dspy.Predict, **inputs: Any) -> dspy.Prediction:
+    async def call(
+        self, name: str, predictor: dspy.Predict, stream: str | None = None, **inputs: Any
+    ) -> dspy.Prediction:
+        """One LLM call; with ``stream`` (an output field) and a token sink, that field streams."""
+        sink = self.on_token
+        if stream is not None and sink is not None:
+            reply = self._streaming(predictor, stream, sink, inputs)
+        else:
+            reply = predictor.acall(**inputs)
         try:
             with dspy.track_usage() as usage:  # this call's tokens only (a contextvar: safe per task)
-                prediction = await asyncio.wait_for(
-                    predictor.acall(**inputs), timeout=self.agent.limits.llm_timeout_s
-                )
+                prediction = await asyncio.wait_for(reply, timeout=self.agent.limits.llm_timeout_s)
         except TimeoutError as exc:
             raise LLMUnavailableError(
                 f"no answer from the language model in {self.agent.limits.llm_timeout_s:g} s"
@@ -233,6 +252,35 @@ class _Run:
             },
         )
         return prediction
+
+    async def _streaming(
+        self, predictor: dspy.Predict, field: str, sink: TokenSink, inputs: dict[str, Any]
+    ) -> dspy.Prediction:
+        """``predictor`` with the LLM's reply streamed, ``field``'s text sent to ``sink`` as it comes.
+
+        DSPy sends the raw chunks of a streamed completion to ``send_stream``; the reply is
+        still parsed whole at the end, so the prediction is the same as without streaming.
+        """
+        import anyio
+
+        self.drafts += 1
+        draft = self.drafts
+        decoded = StreamedField(field)
+        send, receive = anyio.create_memory_object_stream[Any](64)
+
+        async def relay() -> None:
+            async with receive:
+                async for chunk in receive:
+                    if text := decoded.feed(_chunk_text(chunk)):
+                        await sink(AnswerToken(text, decoded.value, draft))
+
+        relaying = asyncio.create_task(relay())
+        try:
+            async with send:  # closed when the call ends, which ends the relay
+                with dspy.context(send_stream=send):
+                    return await predictor.acall(**inputs)
+        finally:
+            await relaying
 
     def result(
         self, text: str, outcome: Outcome, passages: Sequence[Passage], answer: str | None = None
@@ -292,6 +340,7 @@ class _Run:
         reply = await self.call(
             "generate",
             self.agent.generate,
+            stream="answer",
             question=self.question,
             passages=number_passages(passages),
             glossary=self.agent.glossary,
@@ -399,6 +448,14 @@ def _grade(passages: Sequence[Passage], limits: AgentLimits) -> list[Passage]:
 
 def _finite(value: float) -> float | None:
     return value if value != float("-inf") else None
+
+
+def _chunk_text(chunk: Any) -> str:
+    """The text of one streamed completion chunk (anything else DSPy sends carries none)."""
+    choices = getattr(chunk, "choices", None)
+    if not choices:
+        return ""
+    return getattr(choices[0].delta, "content", None) or ""
 
 
 def _unavailable_errors() -> tuple[type[BaseException], ...]:

@@ -15,8 +15,8 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,25 +36,30 @@ from index_build.snapshot import IndexSnapshot, open_live
 from index_build.version import Bm25Params, FileRecord
 from pipeline.answers import (
     LOCAL_CALLER,
+    AgentAnswer,
     AskResult,
     Caller,
     Feedback,
     FeedbackRecord,
     Platform,
     StatusSink,
+    TokenSink,
     citation_link,
 )
 from pipeline.context import Context, ContextConfig, Retrieved, build_context, whole_passages
 from pipeline.documents import DocumentScope, resolve_scope
-from pipeline.errors import ConfigurationError, ForbiddenError, InvalidRequestError, NotFoundError
+from pipeline.errors import (
+    ConfigurationError,
+    DocfinderError,
+    ForbiddenError,
+    InvalidRequestError,
+    NotFoundError,
+)
 from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
 from pipeline.retrieval import MAX_SEARCH_K, SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import Chunk, SearchHit
-from server.admission import WorkPool
-from server.conversations import ConversationStore
-from server.database import Database, open_database
-from server.factories import (
+from server.models.factories import (
     context_config,
     evidence_config,
     make_embedder,
@@ -62,16 +67,30 @@ from server.factories import (
     make_reranker,
     retrieval_config,
 )
-from server.feedback import FeedbackStore, validate_feedback
-from server.llm import make_adapter, open_lm
-from server.logs import current_request_id
-from server.metrics import Metrics
+from server.models.llm import make_adapter, open_lm, probe_llm_server
+from server.runtime.admission import WorkPool
+from server.runtime.logs import current_request_id
+from server.runtime.metrics import Metrics
 from server.settings import Settings
+from server.stores.conversations import ConversationStore
+from server.stores.database import Database, open_database
+from server.stores.feedback import FeedbackStore, validate_feedback
 
 if TYPE_CHECKING:
     from programs.agent import AnswerAgent
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    """A question let in: checked, in its conversation, on the index version it will read."""
+
+    question: str
+    conversation_id: str
+    collections: list[str] | None
+    history: list[tuple[str, str]]
+    snapshot: IndexSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +111,61 @@ class SearchResult:
     queries: tuple[str, ...] = ()
 
 
+def open_configured_database(settings: Settings, sqlite_path: Path) -> Database:
+    """The database the settings name (PostgreSQL with ``database_url``, else the SQLite file
+    ``sqlite_path``); an error says which setting or file to fix."""
+    url = settings.database_url.get_secret_value() or None
+    try:
+        return open_database(url, sqlite_path, settings.database_busy_timeout_s)
+    except DocfinderError as exc:
+        setting = "database_url (DOCFINDER_DATABASE_URL)" if url else f"the database file {sqlite_path}"
+        raise type(exc)(f"{setting}: {exc}") from exc
+
+
+@contextmanager
+def open_feedback_store(settings: Settings) -> Iterator[FeedbackStore]:
+    """The feedback store alone, for reports and exports (no index or model needed)."""
+    database = open_configured_database(settings, settings.feedback_path)
+    try:
+        yield FeedbackStore(database, settings.pseudonym_key.get_secret_value())
+    finally:
+        database.close()
+
+
+@asynccontextmanager
+async def open_service(
+    settings: Settings,
+    *,
+    start_llm: bool = False,
+    embedder: Embedder | None = None,
+    reranker: Reranker | None = None,
+    lm: Any = None,
+    llm_history: bool = False,
+) -> AsyncIterator[DocfinderService]:
+    """The service, built from ``settings`` and entered: the one way every front door gets it.
+
+    Everything the settings name is built and checked here, so that a misconfiguration fails
+    at start with the setting's name, not on the first request: the embedder and reranker
+    load, the live index opens (and must have been built by this embedder), the conversation
+    and feedback databases open. ``start_llm`` (servers, ``ask``) also starts the embedded
+    model or checks that the configured LLM server answers. ``embedder``, ``reranker`` and
+    ``lm`` replace the configured ones (tests, benchmarks that share one model).
+    """
+    service = DocfinderService(
+        settings,
+        embedder=embedder if embedder is not None else make_embedder(settings),
+        reranker=reranker,
+        lm=lm,
+        llm_history=llm_history,
+    )
+    async with service:
+        if start_llm:
+            await service.start_llm()
+        yield service
+
+
 class DocfinderService:
-    """Search, ask and ingest over one index directory. Use as ``async with DocfinderService(...)``."""
+    """Search, ask and ingest over one index directory; built and entered by :func:`open_service`."""
 
     def __init__(
         self,
@@ -126,12 +198,13 @@ class DocfinderService:
         self._store_lock = threading.Lock()
         self._agent: AnswerAgent | None = None
         self._searches = WorkPool(settings.max_concurrent_searches, settings.search_queue, "search")
+        self.llm_state = "not started"  # "ready", or "unreachable: …" once start_llm has looked
 
     async def __aenter__(self) -> DocfinderService:
         def load() -> None:
+            _ = self.conversations, self.feedback  # open the stores first: a bad database fails fast
             self._current_snapshot()
             self.embedder.embed_query("warm-up")  # load the model now, not on the first request
-            _ = self.conversations, self.feedback  # open the stores now: a bad database fails at start
 
         await asyncio.to_thread(load)
         return self
@@ -144,6 +217,30 @@ class DocfinderService:
         for database in self._databases:
             database.close()
         self._databases.clear()
+
+    async def start_llm(self) -> None:
+        """Make the LLM ready now rather than on the first question, and say so when it is not.
+
+        The embedded model is started (a broken model file fails here). A configured server
+        is asked for its models; when it does not answer, the service still starts, since
+        search works without it, and the log names the URL, once, at start.
+        """
+        base = self.settings.llm_api_base
+        if base is None:
+            await self.language_model()
+            self.llm_state = "ready"
+            return
+        problem = await probe_llm_server(base, self.settings.llm_api_key.get_secret_value())
+        if problem is None:
+            self.llm_state = "ready"
+            return
+        self.llm_state = f"unreachable: {problem}"
+        log.error(
+            "the LLM server at %s does not answer (%s): questions get 'LLM unavailable' until it does "
+            "(setting llm_api_base)",
+            base,
+            problem,
+        )
 
     async def language_model(self) -> Any:
         """The LLM: the configured server, or the embedded llama.cpp server started on first use."""
@@ -196,7 +293,7 @@ class DocfinderService:
         url = self.settings.database_url.get_secret_value() or None
         if url is not None and self._databases:  # one PostgreSQL pool serves both stores
             return self._databases[0]
-        database = open_database(url, sqlite_path, self.settings.database_busy_timeout_s)
+        database = open_configured_database(self.settings, sqlite_path)
         self._databases.append(database)
         return database
 
@@ -207,19 +304,53 @@ class DocfinderService:
         conversation_id: str | None = None,
         collections: list[str] | None = None,
         on_status: StatusSink | None = None,
+        on_token: TokenSink | None = None,
         caller: Caller = LOCAL_CALLER,
     ) -> AskResult:
         """Answer ``question`` with citations through the agent; the exchange joins the conversation.
 
+        ``on_status`` hears each step as it happens, ``on_token`` the answer's text as the LLM
+        writes it (a later draft, after a failed check, replaces it; the result is final).
+
         ``conversation_id`` must be one ``caller`` started (else :class:`NotFoundError`), and
         ``collections`` within what ``caller`` may read (else :class:`ForbiddenError`).
+        Three steps: admit (check, open the conversation, pin the index version), run the
+        agent, record the answer.
         """
         started = time.perf_counter()
+        request_id = current_request_id() or uuid.uuid4().hex[:16]
+
+        async def status(event: dict[str, Any]) -> None:
+            event["request_id"] = request_id
+            if on_status is not None:
+                await on_status(event)
+
+        admitted = await self._admit(question, conversation_id, collections, caller, status)
+        answer = await self._run(admitted, status, on_token, started)
+        result = AskResult(
+            uuid.uuid4().hex,
+            admitted.conversation_id,
+            answer,
+            tuple(admitted.collections or admitted.snapshot.collections),
+            index_version=admitted.snapshot.version_id,
+            request_id=request_id,
+        )
+        await self._record(admitted.question, result, time.perf_counter() - started)
+        return result if caller == LOCAL_CALLER else self.public_result(result)
+
+    async def _admit(
+        self,
+        question: str,
+        conversation_id: str | None,
+        collections: list[str] | None,
+        caller: Caller,
+        status: StatusSink,
+    ) -> _Admitted:
+        """Check the question and the caller's rights, open the conversation, pin the live version."""
         question = self.check_question(question)
         collections = self.allowed_collections(collections, caller)
-        request_id = current_request_id() or uuid.uuid4().hex[:16]
-        if on_status is not None:  # at once, so that every front door can show progress immediately
-            await on_status({"step": "received", "t": 0.0, "question": question, "request_id": request_id})
+        # At once, so that every front door can show progress immediately.
+        await status({"step": "received", "t": 0.0, "question": question})
         conversation_id = await asyncio.to_thread(
             self.conversations.open, conversation_id, caller.owner, caller.names_conversations
         )
@@ -227,10 +358,15 @@ class DocfinderService:
             self.conversations.history, conversation_id, self.settings.history_turns
         )
         snapshot = await asyncio.to_thread(self._current_snapshot)
+        return _Admitted(question, conversation_id, collections, history, snapshot)
+
+    async def _run(
+        self, admitted: _Admitted, status: StatusSink, on_token: TokenSink | None, started: float
+    ) -> AgentAnswer:
+        """The agent on an admitted question; at most ``max_concurrent_asks`` run at once."""
+        snapshot, collections = admitted.snapshot, admitted.collections
         sparse_available = any(len(c.sparse.rows) for c in snapshot.collections.values())
-
         agent_context = context_config(self.settings, budget_tokens=self.settings.agent_context_tokens)
-
         question_scope: list[DocumentScope] = []
 
         async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:
@@ -252,11 +388,6 @@ class DocfinderService:
 
         import dspy
 
-        async def status(event: dict[str, Any]) -> None:
-            event["request_id"] = request_id
-            if on_status is not None:
-                await on_status(event)
-
         lm = await self.language_model()
         if self._ask_slots.locked():
             await status({"step": "queued", "t": round(time.perf_counter() - started, 3)})
@@ -268,30 +399,29 @@ class DocfinderService:
             with dspy.context(
                 lm=lm, adapter=self._adapter, disable_history=not keep, trace=[] if keep else None
             ):
-                answer = await self.agent.acall(
-                    question, retrieve, history=history, on_status=status, sparse_available=sparse_available
+                return await self.agent.acall(
+                    admitted.question,
+                    retrieve,
+                    history=admitted.history,
+                    on_status=status,
+                    sparse_available=sparse_available,
+                    on_token=on_token,
                 )
-        result = AskResult(
-            uuid.uuid4().hex,
-            conversation_id,
-            answer,
-            tuple(collections or snapshot.collections),
-            index_version=snapshot.version_id,
-            request_id=request_id,
-        )
+
+    async def _record(self, question: str, result: AskResult, seconds: float) -> None:
+        """Keep the exchange in its conversation (committed), count it and log it."""
         await asyncio.to_thread(self.conversations.record, question, result)
-        self.metrics.observe_answer(answer.outcome, answer.trace)
+        self.metrics.observe_answer(result.agent.outcome, result.agent.trace)
         log.info(
             "answered",
             extra={
-                "request_id": request_id,
+                "request_id": result.request_id,
                 "answer_id": result.answer_id,
-                "outcome": answer.outcome,
-                "seconds": round(time.perf_counter() - started, 3),
-                "index_version": snapshot.version_id,
+                "outcome": result.agent.outcome,
+                "seconds": round(seconds, 3),
+                "index_version": result.index_version,
             },
         )
-        return result if caller == LOCAL_CALLER else self.public_result(result)
 
     def allowed_collections(self, requested: list[str] | None, caller: Caller) -> list[str] | None:
         """The collections to search: ``requested`` (or all ``caller`` may read), never beyond them."""
@@ -565,6 +695,7 @@ class DocfinderService:
             "index_version": loaded.version_id if loaded is not None else None,
             "live_version": live_version_id(self.settings.index_dir),
             "searches_waiting": self._searches.pending,
+            "llm": self.llm_state,
         }
 
     async def index_info(self, documents: bool = False) -> dict[str, Any]:
@@ -649,7 +780,7 @@ async def run_enriched_ingest(
     lm: Any = None,
 ) -> IngestReport:
     """Ingest with contextual enrichment: the LLM (given, or opened here) situates each new chunk."""
-    from server.enrichment import EnrichmentCache, LLMEnricher
+    from server.models.enrichment import EnrichmentCache, LLMEnricher
 
     settings = settings.model_copy(update={"enrich": True})
     cache = EnrichmentCache(settings.index_dir / "enrichment.sqlite3")

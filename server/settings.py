@@ -115,19 +115,15 @@ DEFAULT_TEAMS_REACTIONS = {
 }
 
 
+# Neutral question domains that fit most documentation; docs/configuration.md shows an
+# organisation's own set (an observatory's), with collection weights per domain.
 DEFAULT_DOMAINS = {
-    "proposal_preparation": DomainSettings(
-        description="writing and submitting proposals, deadlines, time estimates"
+    "how_to": DomainSettings(description="procedures, step-by-step instructions, setup and configuration"),
+    "facts_and_figures": DomainSettings(
+        description="figures, amounts, dates, deadlines, limits, specifications and results"
     ),
-    "instrument_configuration": DomainSettings(
-        description="receivers, bands, correlator and spectral setups"
-    ),
-    "data_delivery": DomainSettings(description="archive, data products, downloads and delivery times"),
-    "pipeline_reduction": DomainSettings(
-        description="calibration and imaging pipelines, reprocessing, reduction"
-    ),
-    "alma": DomainSettings(description="the ALMA observatory, its arrays, cycles and policies"),
-    "observing_support": DomainSettings(description="helpdesk, scheduling, observing runs and support staff"),
+    "policy": DomainSettings(description="rules, policies, eligibility, approvals and compliance"),
+    "troubleshooting": DomainSettings(description="errors, problems, support and whom to contact"),
     "general": DomainSettings(description="anything else"),
 }
 
@@ -434,34 +430,41 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=_config_file())
-        return (init_settings, env_settings, toml)
-
-
-_config_override: Path | None = None
+        # The file comes from the class's configuration (see load_settings), not from a global.
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
 
 
 def _config_file() -> Path | None:
-    if _config_override is not None:
-        return _config_override
     if env := os.environ.get(f"{ENV_PREFIX}CONFIG"):
         return Path(env)
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Build the settings, or raise :class:`ConfigurationError` naming each invalid field."""
-    global _config_override
+    """Build the settings, or raise :class:`ConfigurationError` naming each invalid field.
+
+    Precedence: ``overrides`` (CLI flags), then ``DOCFINDER_*`` variables, then the TOML file
+    (``config_file``, else ``$DOCFINDER_CONFIG``, else ``./docfinder.toml`` when present).
+    """
     path = config_file or _config_file()
     if path is not None and not path.is_file():
         raise ConfigurationError(f"config file {path} does not exist")
-    _config_override = path
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        return _reading(path)(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         raise ConfigurationError(_describe(exc)) from exc
-    finally:
-        _config_override = None
+
+
+def _reading(path: Path | None) -> type[Settings]:
+    """``Settings`` reading the TOML file ``path`` (a subclass that only sets ``toml_file``)."""
+    if path is None:
+        return Settings
+
+    class FileSettings(Settings):
+        model_config = SettingsConfigDict(toml_file=path)
+
+    FileSettings.__name__ = FileSettings.__qualname__ = "Settings"
+    return FileSettings
 
 
 def _describe(exc: ValidationError) -> str:

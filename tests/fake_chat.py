@@ -23,6 +23,7 @@ class FakeSlackAPI:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.times: list[float] = []  # when each call arrived
         self._ts = itertools.count(1)
         app = web.Application()
         app.router.add_post("/api/{method}", self._call)
@@ -59,6 +60,7 @@ class FakeSlackAPI:
         if not request.headers.get("Authorization", "").startswith("Bearer xoxb-"):
             return web.json_response({"ok": False, "error": "not_authed"})
         self.calls.append((method, params))
+        self.times.append(time.monotonic())
         if method == "auth.test":
             return web.json_response(
                 {
@@ -145,7 +147,7 @@ class BotServer:
         await self._stack.__aexit__(*exc_info)
 
     async def start(self, **overrides: Any) -> tuple[TestClient, Any]:
-        from server.service import DocfinderService
+        from server.service import open_service
         from server.settings import load_settings
 
         settings = load_settings(
@@ -155,7 +157,7 @@ class BotServer:
             llm_api_base=self.llm_url,
             **overrides,
         )
-        service = await self._stack.enter_async_context(DocfinderService(settings, embedder=self.embedder))
+        service = await self._stack.enter_async_context(open_service(settings, embedder=self.embedder))
         app = web.Application()
         self.mount(app, service, settings)
         client = await self._stack.enter_async_context(TestClient(TestServer(app)))

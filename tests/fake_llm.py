@@ -5,7 +5,7 @@ adapter always sends one) and fills them from the prompt: the domain ``general``
 question itself as a rephrasing, an answer that quotes the first passage and cites it as
 [1], and ``yes`` for both checks. Same prompt, same reply, whichever process asks. It runs
 in its own thread, so subprocesses (the CLI, an MCP stdio server) can use it too; it can be
-told to answer slowly or to refuse with 503s.
+told to answer slowly or to refuse with 503s, and streams its reply when asked to.
 """
 
 from __future__ import annotations
@@ -49,8 +49,10 @@ def reply_fields(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
 class FakeLLMServer:
     """``with FakeLLMServer() as llm:`` then point ``llm_api_base`` at ``llm.url``."""
 
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float = 0.0, token_delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
+        self.token_delay_s = token_delay_s
+        self.streamed = 0  # replies sent as a stream (``"stream": true``)
         self.unavailable = False
         self.requests = 0
         self._loop = asyncio.new_event_loop()
@@ -102,6 +104,8 @@ class FakeLLMServer:
         schema = _schema(body.get("response_format") or {})
         prompt = body["messages"][-1]["content"]
         content = json.dumps(reply_fields(schema, prompt))
+        if body.get("stream"):
+            return await self._stream(request, body, content, len(prompt) // 4)
         return web.json_response(
             {
                 "id": f"chatcmpl-{self.requests}",
@@ -122,6 +126,36 @@ class FakeLLMServer:
                 },
             }
         )
+
+    async def _stream(
+        self, request: web.Request, body: dict[str, Any], content: str, prompt_tokens: int
+    ) -> web.StreamResponse:
+        """The reply as an OpenAI stream: chunks of a few characters, then the usage, then [DONE]."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        self.streamed += 1
+
+        async def send(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
+            chunk = {
+                "id": f"chatcmpl-{self.requests}",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **extra,
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send({"role": "assistant", "content": ""})
+        for start in range(0, len(content), 5):
+            await send({"content": content[start : start + 5]})
+            await asyncio.sleep(self.token_delay_s)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) // 4}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        await send({}, "stop", usage=usage)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
 
 def _schema(response_format: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from server.http_api import create_app
+from server.doors.launch import http_app
 from server.service import DocfinderService
 
 
@@ -41,7 +41,7 @@ class LiveServer:
     async def _start(self) -> None:
         self._service = DocfinderService(self.settings, embedder=self.embedder)
         await self._service.__aenter__()
-        self._runner = web.AppRunner(create_app(self._service, self.settings))
+        self._runner = web.AppRunner(http_app(self._service, self.settings))
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

@@ -37,3 +37,79 @@ def test_each_package_imports_only_what_its_layer_allows(package):
         if imported_packages(path) - ALLOWED[package]
     }
     assert not offenders, offenders
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The dotted names of the modules ``path`` imports from ``server`` (``server.doors.cli``, …)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return {name for name in names if name.startswith("server.")}
+
+
+SERVER = REPO / "server"
+ROOMS = {"doors", "stores", "models", "evaluation", "runtime"}
+# Which rooms of server/ each room may import ("top" is the service and the settings).
+ROOM_ALLOWED = {
+    "runtime": {"runtime"},  # knows no door, store or model
+    "stores": {"stores", "top"},  # stores know no doors
+    "models": {"models", "stores", "top"},
+    "evaluation": {"evaluation", "models", "top"},
+    "doors": ROOMS | {"top"},
+    "top": ROOMS - {"doors", "evaluation"} | {"top"},  # the service serves the doors, never the reverse
+}
+DOORS = {"cli", "http_api", "mcp_server", "chat_bots"}  # each reachable on its own
+COMPOSERS = {"launch": DOORS - {"cli"}, "cli": {"launch"}}  # the only door modules that start others
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in ROOMS else "top"
+
+
+def test_server_root_holds_only_the_service_the_settings_and_the_package_face():
+    loose = {p.name for p in SERVER.glob("*.py")} - {"__init__.py", "service.py", "settings.py"}
+    assert not loose, f"put these in a room of server/: {sorted(loose)}"
+    assert {p.name for p in SERVER.iterdir() if p.is_dir() and p.name != "__pycache__"} == ROOMS
+    for room in ROOMS:
+        face = ast.get_docstring(ast.parse((SERVER / room / "__init__.py").read_text()))
+        assert face and len(face) > 80, f"server/{room}/__init__.py needs a docstring saying what lives there"
+
+
+@pytest.mark.parametrize("room", sorted(ROOM_ALLOWED))
+def test_each_room_of_server_imports_only_what_it_may(room):
+    paths = sorted(SERVER.glob("*.py")) if room == "top" else sorted((SERVER / room).glob("*.py"))
+    offenders = {}
+    for path in paths:
+        rooms = {room_of(m) for m in imported_modules(path)} - ROOM_ALLOWED[room]
+        if rooms:
+            offenders[str(path.relative_to(REPO))] = sorted(rooms)
+    assert not offenders, offenders
+
+
+def doors_reached_wrongly(paths: list[Path]) -> dict[str, list[str]]:
+    """For each door module among ``paths``, the other doors it imports without being their composer."""
+    offenders = {}
+    for path in paths:
+        door = path.stem
+        reached = {m.split(".")[2] for m in imported_modules(path) if room_of(m) == "doors"}
+        wrong = (reached & (DOORS | set(COMPOSERS))) - COMPOSERS.get(door, set()) - {door}
+        if wrong:
+            offenders[door] = sorted(wrong)
+    return offenders
+
+
+def test_doors_never_import_each_other():
+    assert not doors_reached_wrongly(sorted((SERVER / "doors").glob("*.py")))
+
+
+def test_the_door_rule_catches_a_door_importing_another(tmp_path):
+    rogue = tmp_path / "http_api.py"
+    rogue.write_text(
+        "from server.doors.mcp_server import mount_mcp\nfrom server.doors.auth import Authenticator\n"
+    )
+    assert doors_reached_wrongly([rogue]) == {"http_api": ["mcp_server"]}

@@ -15,7 +15,7 @@ from pipeline.answers import Caller
 from pipeline.errors import ConfigurationError, InvalidRequestError
 from pipeline.retrieval import MAX_SEARCH_K
 from programs.agent import LLM_UNAVAILABLE
-from server.service import DocfinderService
+from server.service import open_service
 from server.settings import load_settings
 from tests.samples import write_sample_corpus
 
@@ -55,7 +55,7 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
         statuses.append(event["step"])
 
     async def scenario():
-        async with DocfinderService(settings, embedder=embedder, lm=model, llm_history=True) as service:
+        async with open_service(settings, embedder=embedder, lm=model, llm_history=True) as service:
             first = await service.ask("When are proposals due?", on_status=on_status)
             second = await service.ask(
                 "And how many co-investigators?", conversation_id=first.conversation_id
@@ -79,7 +79,7 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
 
 def test_empty_questions_are_rejected(settings, embedder):
     async def scenario():
-        async with DocfinderService(settings, embedder=embedder, lm=DummyLM([])) as service:
+        async with open_service(settings, embedder=embedder, lm=DummyLM([])) as service:
             with pytest.raises(InvalidRequestError, match="empty"):
                 await service.ask("   ")
 
@@ -93,7 +93,7 @@ def test_an_unreachable_llm_server_gives_a_clear_message_and_the_sources(setting
     down = settings.model_copy(update={"llm_api_base": f"http://127.0.0.1:{port}/v1", "llm_timeout_s": 5.0})
 
     async def scenario():
-        async with DocfinderService(down, embedder=embedder) as service:
+        async with open_service(down, embedder=embedder) as service:
             return await service.ask("When are proposals due?")
 
     result = asyncio.run(scenario())
@@ -107,7 +107,7 @@ def test_the_llm_call_history_is_not_kept_by_default(settings, embedder):
     model = DummyLM(FIRST, adapter=dspy.JSONAdapter())
 
     async def scenario():
-        async with DocfinderService(settings, embedder=embedder, lm=model) as service:
+        async with open_service(settings, embedder=embedder, lm=model) as service:
             await service.ask("When are proposals due?")
 
     asyncio.run(scenario())
@@ -131,7 +131,7 @@ class _OtherEmbedder:
 
 def test_a_server_refuses_at_start_an_index_another_embedder_built(settings, embedder):
     async def start() -> None:
-        async with DocfinderService(settings, embedder=_OtherEmbedder(embedder)):
+        async with open_service(settings, embedder=_OtherEmbedder(embedder)):
             pass
 
     with pytest.raises(ConfigurationError, match=r"another-model.*docfinder ingest"):
@@ -140,7 +140,7 @@ def test_a_server_refuses_at_start_an_index_another_embedder_built(settings, emb
 
 def test_a_remote_caller_gets_at_most_max_search_k_passages_and_the_local_one_more(settings, embedder):
     async def scenario() -> int:
-        async with DocfinderService(settings, embedder=embedder) as service:
+        async with open_service(settings, embedder=embedder) as service:
             with pytest.raises(InvalidRequestError, match="k must be between 1 and 100"):
                 await service.search("proposal deadline", k=MAX_SEARCH_K + 1, caller=Caller("api-key-1"))
             return len((await service.search("proposal deadline", k=MAX_SEARCH_K + 1)).hits)

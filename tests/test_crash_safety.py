@@ -31,7 +31,7 @@ def write_corpus(root: Path, files: int) -> None:
 def run_ingest(corpus: Path, index: Path) -> subprocess.CompletedProcess:
     """A whole ingest in a subprocess, as an operator would run it."""
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", "ingest", str(corpus), "--index", str(index)],
+        [sys.executable, "-m", "server.doors.cli", "ingest", str(corpus), "--index", str(index)],
         cwd=REPO,
         capture_output=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -40,7 +40,7 @@ def run_ingest(corpus: Path, index: Path) -> subprocess.CompletedProcess:
 
 def start_ingest(corpus: Path, index: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "ingest", str(corpus), "--index", str(index), "--json"],
+        [sys.executable, "-m", "server.doors.cli", "ingest", str(corpus), "--index", str(index), "--json"],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

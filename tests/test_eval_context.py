@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from pipeline.figures import figures, stated_figures
-from server.cli import main
+from server.doors.cli import main
 
 
 def test_inline_source_mentions_do_not_hide_the_figures_after_them():

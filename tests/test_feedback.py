@@ -11,13 +11,13 @@ import pytest
 from index_build.builder import ingest
 from pipeline.answers import Feedback
 from pipeline.errors import InvalidRequestError, NotFoundError
-from server.cli import main as cli_main
-from server.conversations import StoredAnswer
-from server.database import SQLiteDatabase
-from server.feedback import FeedbackStore
-from server.feedback_report import summarise
-from server.service import DocfinderService
+from server.doors.cli import main as cli_main
+from server.evaluation.feedback_report import summarise
+from server.service import open_service
 from server.settings import load_settings
+from server.stores.conversations import StoredAnswer
+from server.stores.database import SQLiteDatabase
+from server.stores.feedback import FeedbackStore
 from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
@@ -107,7 +107,7 @@ def test_report_charts_and_an_export_that_round_trips_into_eval(tmp_path, embedd
 
 
 async def _seed(settings, embedder) -> None:
-    async with DocfinderService(settings, embedder=embedder) as service:
+    async with open_service(settings, embedder=embedder) as service:
         due = await service.ask("When are proposals due?")
         limit = await service.ask("How many co-investigators may a proposal name?")
         other = await service.ask("How are data delivered?")

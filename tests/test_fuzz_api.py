@@ -17,7 +17,7 @@ import schemathesis
 from schemathesis import checks
 
 from index_build.builder import ingest
-from server.openapi import OPENAPI
+from server.doors.openapi import OPENAPI
 from server.settings import load_settings
 from tests.fake_llm import FakeLLMServer
 from tests.live_server import LiveServer

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 
 import dspy
+import jsonschema
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from dspy.utils import DummyLM
 
 from index_build.builder import ingest
-from server.http_api import SERVICE, create_app
-from server.service import DocfinderService
+from server.doors.http_api import SERVICE, create_app
+from server.service import open_service
 from server.settings import load_settings
+from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 SCRIPT = [
@@ -33,7 +35,7 @@ async def client(tmp_path, embedder):
     settings = load_settings(index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3")
     model = DummyLM(SCRIPT * 3, adapter=dspy.JSONAdapter())
     async with (
-        DocfinderService(settings, embedder=embedder, lm=model) as service,
+        open_service(settings, embedder=embedder, lm=model) as service,
         TestClient(TestServer(create_app(service))) as test_client,
     ):
         yield test_client
@@ -52,18 +54,50 @@ async def test_ask_returns_the_answer_with_citations(client):
     assert quote["text"] in passage.text, "quoted verbatim from the cited passage"
 
 
-async def test_stream_sends_status_events_before_the_answer(client):
-    response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
+async def read_events(response) -> list[tuple[str, dict]]:
+    """A server-sent event stream as (event, data) pairs."""
     assert response.status == 200 and response.headers["Content-Type"].startswith("text/event-stream")
     events = []
     for block in (await response.text()).strip().split("\n\n"):
         kind, data = block.split("\n", 1)
         events.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return events
+
+
+async def test_stream_sends_status_events_before_the_answer(client):
+    response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
+    events = await read_events(response)
     kinds = [kind for kind, _ in events]
     assert kinds[-1] == "answer" and kinds[:-1] == ["status"] * (len(kinds) - 1)
     steps = [data["step"] for kind, data in events if kind == "status"]
     assert steps[:4] == ["received", "classify_query", "review_query", "retrieve"] and "useful" in steps
     assert events[-1][1]["citations"]
+
+
+async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the_answer(tmp_path, embedder):
+    """Against an OpenAI-compatible server that streams: the answer's text comes as ``token``
+    events while it is written, then the checks, then the final answer (the same text)."""
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    with FakeLLMServer(token_delay_s=0.001) as llm:
+        settings = load_settings(
+            index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3", llm_api_base=llm.url
+        )
+        async with (
+            open_service(settings, embedder=embedder) as service,
+            TestClient(TestServer(create_app(service))) as client,
+        ):
+            response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
+            events = await read_events(response)
+        assert llm.streamed == 1, "only the generate call streams"
+    kinds = [kind for kind, _ in events]
+    tokens = [data for kind, data in events if kind == "token"]
+    assert len(tokens) > 5 and {t["draft"] for t in tokens} == {1}
+    steps = [data.get("step") for _, data in events]
+    last_token = max(i for i, kind in enumerate(kinds) if kind == "token")
+    assert steps.index("generate") > last_token and steps.index("supported") > last_token
+    assert kinds[-1] == "answer"
+    final = events[-1][1]
+    assert final["outcome"] == "answered" and "".join(t["text"] for t in tokens) == final["answer"]
 
 
 async def test_bad_requests_get_clear_4xx_errors(client):
@@ -82,10 +116,35 @@ async def test_bad_requests_get_clear_4xx_errors(client):
 
 
 async def test_search_health_and_openapi(client):
-    hits = await (await client.post("/v1/search", json={"query": "proposal deadline", "k": 2})).json()
-    assert len(hits["hits"]) == 2 and hits["hits"][0]["heading_path"]
+    found = await (await client.post("/v1/search", json={"query": "proposal deadline", "k": 2})).json()
+    assert len(found["passages"]) == 2 and found["passages"][0]["heading_path"]
     health = await (await client.get("/healthz")).json()
-    assert health["status"] == "ok" and health["index_version"] == hits["version"]
+    assert health["status"] == "ok" and health["index_version"] == found["index_version"]
     spec = await (await client.get("/openapi.json")).json()
     routes = {r.resource.canonical for r in client.app.router.routes() if r.resource is not None}
     assert routes - {"/mcp", "/slack/events", "/api/messages"} == set(spec["paths"]) | {"/openapi.json"}
+
+
+async def test_every_reply_matches_the_served_openapi_document(client):
+    """The served document is generated from the reply models, and each reply validates against it:
+    the document and the behaviour cannot drift (an extra or renamed field fails here)."""
+    spec = await (await client.get("/openapi.json")).json()
+
+    def check(path: str, method: str, status: int, body: dict) -> None:
+        schema = spec["paths"][path][method]["responses"][str(status)]["content"]["application/json"]
+        jsonschema.validate(body, {**schema["schema"], "components": spec["components"]})
+
+    asked = await client.post("/v1/ask", json={"question": "When are proposals due?"})
+    answer = await asked.json()
+    check("/v1/ask", "post", asked.status, answer)
+    searched = await client.post("/v1/search", json={"query": "proposal deadline", "k": 3, "mode": "bm25"})
+    check("/v1/search", "post", searched.status, await searched.json())
+    judged = await client.post("/v1/feedback", json={"answer_id": answer["answer_id"], "rating": 5})
+    check("/v1/feedback", "post", judged.status, await judged.json())
+    check("/healthz", "get", 200, await (await client.get("/healthz")).json())
+    bad = await client.post("/v1/search", json={"query": "x", "k": True})
+    check("/v1/search", "post", bad.status, await bad.json())
+
+    drifted = {**answer, "answer_text": answer["answer"]}
+    with pytest.raises(jsonschema.ValidationError):
+        check("/v1/ask", "post", 200, drifted)

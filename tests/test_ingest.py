@@ -13,8 +13,8 @@ from index_build.builder import IngestOptions, ingest
 from index_build.layout import live_version_id
 from index_build.snapshot import UnknownCollectionError, open_live
 from pipeline.retrieval import SearchRequest, retrieve
-from server.cli import EXIT_PARTIAL, main
-from server.service import DocfinderService
+from server.doors.cli import EXIT_PARTIAL, main
+from server.service import open_service
 from server.settings import load_settings
 from tests.samples import MARKDOWN, write_text_pdf
 
@@ -143,7 +143,7 @@ def test_a_reader_keeps_its_version_while_new_ones_go_live_and_old_ones_are_prun
     settings = load_settings(index_dir=index)
 
     async def scenario():
-        async with DocfinderService(settings, embedder=embedder) as service:
+        async with open_service(settings, embedder=embedder) as service:
             old = open_live(index)
             (sample_corpus / "news.md").write_text(
                 "# News\n\nThe new correlator was commissioned in March.\n"
@@ -175,9 +175,9 @@ def test_cli_search_and_index_info_print_stable_json(sample_corpus, tmp_path, ca
     )
     result = json.loads(capsys.readouterr().out)
     assert (result["query"], result["mode"]) == ("proposal deadline", "bm25")
-    assert len(result["hits"]) == 2
-    hit = result["hits"][0]
-    assert {"chunk_id", "score", "text", "source", "pages", "heading_path", "collection"} <= set(hit)
+    assert len(result["passages"]) == 2
+    hit = result["passages"][0]
+    assert {"passage_id", "score", "text", "source", "pages", "heading_path", "collection"} <= set(hit)
     assert hit["collection"] == "ops-manual" and hit["heading_path"][-1] == "Proposal preparation"
 
     assert main(["index", "info", "--index", index, "--json"]) == 0

@@ -1,7 +1,7 @@
 """Replies are constrained to each signature's schema, in the form the LLM server understands."""
 
 from programs.signatures import Supported, Understand
-from server.llm import make_adapter
+from server.models.llm import make_adapter
 from server.settings import load_settings
 
 

@@ -12,7 +12,7 @@ import importlib.util
 import pytest
 
 from index_build.builder import ingest
-from server.service import DocfinderService
+from server.service import open_service
 from server.settings import load_settings
 from tests.samples import write_sample_corpus
 
@@ -32,9 +32,16 @@ def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
         agent_max_rewrites=0,
     )
 
+    tokens = []
+
+    async def on_token(token):
+        tokens.append(token)
+
     async def scenario():
-        async with DocfinderService(settings, embedder=embedder) as service:
-            return await service.ask("When is the deadline for submitting observing proposals?")
+        async with open_service(settings, embedder=embedder) as service:
+            return await service.ask(
+                "When is the deadline for submitting observing proposals?", on_token=on_token
+            )
 
     result = asyncio.run(scenario())
     agent = result.agent
@@ -45,3 +52,8 @@ def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
     assert {"classify_query", "review_query", "retrieve", "generate", "supported", "useful"} <= set(steps)
     assert set(agent.verdicts.values()) <= {"yes", "no"}
     assert agent.answer.strip()
+    # llama.cpp streams the generate call: the first draft's text arrives piece by piece.
+    first = [t for t in tokens if t.draft == 1]
+    assert len(first) > 3 and first[-1].answer_so_far == "".join(t.text for t in first)
+    if agent.outcome == "answered" and max(t.draft for t in tokens) == 1:
+        assert first[-1].answer_so_far.strip()[:20] == agent.answer.strip()[:20]

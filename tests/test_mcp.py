@@ -17,10 +17,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from index_build.builder import ingest
-from server.cli import main as cli_main
-from server.http_api import create_app
-from server.mcp_server import build_mcp_server
-from server.service import DocfinderService
+from server.doors.cli import main as cli_main
+from server.doors.launch import http_app
+from server.doors.mcp_server import build_mcp_server
+from server.service import open_service
 from server.settings import load_settings
 from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
@@ -59,7 +59,7 @@ def settings(config, monkeypatch):
 
 @pytest.fixture
 async def service(settings, embedder):
-    async with DocfinderService(settings, embedder=embedder) as entered:
+    async with open_service(settings, embedder=embedder) as entered:
         yield entered
 
 
@@ -97,6 +97,8 @@ async def test_ask_matches_the_cli_and_reports_each_step_as_progress(service, se
     assert [v for v, _ in progress] == list(range(1, len(progress) + 1))
     messages = [m for _, m in progress]
     assert messages[0] == "received" and "generate" in messages and "useful: yes" in messages
+    writing = [m for m in messages if m and m.startswith("writing: ")]
+    assert writing and messages.index(writing[0]) < messages.index("generate"), "the answer, as it is written"
 
     assert await asyncio.to_thread(cli_main, ["ask", QUESTION, "--json"]) == 0
     from_cli = json.loads(capsys.readouterr().out)
@@ -105,6 +107,29 @@ async def test_ask_matches_the_cli_and_reports_each_step_as_progress(service, se
     assert from_cli["evidence"] == answer["evidence"] and answer["evidence"][0]["n"] == 1
     first = answer["citations"][0]
     assert first["link"].startswith("file://") and first["heading_path"] and first["passage_id"]
+
+
+async def test_search_has_one_shape_over_http_the_cli_and_mcp(service, settings, capsys):
+    async with Client(build_mcp_server(service, settings)) as client:
+        over_mcp = (
+            await client.call_tool("search", {"query": "proposal deadline", "k": 3})
+        ).structured_content
+    async with TestServer(http_app(service, settings)) as server, aiohttp.ClientSession() as session:
+        url, bearer = server.make_url("/v1/search"), {"Authorization": f"Bearer {TOKEN}"}
+        async with session.post(url, json={"query": "proposal deadline", "k": 3}, headers=bearer) as response:
+            over_http = await response.json()
+    assert await asyncio.to_thread(cli_main, ["search", "proposal deadline", "--k", "3", "--json"]) == 0
+    from_cli = json.loads(capsys.readouterr().out)
+
+    def shape(reply: dict) -> tuple[list[str], list[str], list[str]]:
+        return (
+            sorted(reply),
+            sorted({k for p in reply["passages"] for k in p}),
+            [p["passage_id"] for p in reply["passages"]],
+        )
+
+    assert shape(over_http) == shape(over_mcp) == shape(from_cli)
+    assert {"index_version", "passages"} <= set(over_http) and "passage_id" in over_http["passages"][0]
 
 
 async def test_search_passages_documents_collections_and_the_document_resource(service, settings):
@@ -179,7 +204,7 @@ async def test_stdio_subprocess_serves_tools_and_progress(config):
 
 
 async def test_streamable_http_on_the_http_server_requires_the_bearer_token(service, settings):
-    async with TestServer(create_app(service, settings)) as server:
+    async with TestServer(http_app(service, settings)) as server:
         url = str(server.make_url("/mcp"))
         async with aiohttp.ClientSession() as plain:
             for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):

@@ -12,9 +12,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from index_build.builder import ingest
-from server.http_api import create_app
-from server.logs import JsonFormatter
-from server.service import DocfinderService
+from server.doors.launch import http_app
+from server.runtime.logs import JsonFormatter
+from server.service import open_service
 from server.settings import load_settings
 from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
@@ -26,8 +26,8 @@ async def client(tmp_path, embedder):
     with FakeLLMServer() as llm:
         settings = load_settings(index_dir=tmp_path / "index", llm_api_base=llm.url)
         async with (
-            DocfinderService(settings, embedder=embedder) as service,
-            TestClient(TestServer(create_app(service, settings))) as test_client,
+            open_service(settings, embedder=embedder) as service,
+            TestClient(TestServer(http_app(service, settings))) as test_client,
         ):
             yield test_client
 
@@ -76,7 +76,9 @@ async def test_one_request_id_runs_through_response_trace_status_events_and_logs
         streamed = await client.post(
             "/v1/ask/stream", json={"question": "When are proposals due?"}, headers={"X-Request-ID": "req-43"}
         )
-        events = [json.loads(b.split("data: ", 1)[1]) for b in (await streamed.text()).strip().split("\n\n")]
+        blocks = (await streamed.text()).strip().split("\n\n")
+        # Status events and the answer carry the request id; token events are the answer's text.
+        events = [json.loads(b.split("data: ", 1)[1]) for b in blocks if not b.startswith("event: token")]
     finally:
         logger.removeHandler(handler)
     assert response.headers["X-Request-ID"] == "req-42" and body["request_id"] == "req-42"
@@ -96,7 +98,7 @@ async def test_beyond_the_admission_limit_questions_queue_and_say_so(tmp_path, e
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     with FakeLLMServer(delay_s=0.1) as llm:
         settings = load_settings(index_dir=tmp_path / "index", llm_api_base=llm.url, max_concurrent_asks=1)
-        async with DocfinderService(settings, embedder=embedder) as service:
+        async with open_service(settings, embedder=embedder) as service:
             steps: dict[int, list[str]] = {0: [], 1: []}
 
             async def ask(n: int):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from index_build.convert import DocumentConverter
-from server.cli import main
+from server.doors.cli import main
 from tests.conftest import shared_data
 
 
@@ -17,7 +17,7 @@ def test_protocol_chunks_carry_heading_paths(tmp_path, capsys):
     assert (
         main(["search", "how are participants recruited", "--index", str(tmp_path / "index"), "--json"]) == 0
     )
-    hits = json.loads(capsys.readouterr().out)["hits"]
+    hits = json.loads(capsys.readouterr().out)["passages"]
     assert hits[0]["heading_path"] and hits[0]["pages"][0] >= 1
     assert any("Recruitment" in " ".join(h["heading_path"]) for h in hits[:3])
 
@@ -46,5 +46,5 @@ def test_all_sec_filings_are_indexed_and_the_apple_income_statement_is_found(tmp
     # Naming the company scopes the search to its filings (document-aware queries).
     query = "Apple total net sales three months ended July 1, 2023"
     assert main(["search", query, "--index", index, "--k", "5", "--mode", "hybrid", "--json"]) == 0
-    hits = json.loads(capsys.readouterr().out)["hits"]
+    hits = json.loads(capsys.readouterr().out)["passages"]
     assert any("81,797" in h["text"] and Path(h["source"]).name == "2023 Q3 AAPL.pdf" for h in hits)

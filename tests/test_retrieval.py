@@ -12,8 +12,8 @@ from index_build.snapshot import open_live
 from pipeline.errors import ConfigurationError, InvalidRequestError
 from pipeline.expansion import Concept, Glossary
 from pipeline.retrieval import RetrievalConfig, SearchRequest, retrieve
-from server.reranker import CrossEncoderReranker
-from server.service import DocfinderService
+from server.models.reranker import CrossEncoderReranker
+from server.service import DocfinderService, open_service
 from server.settings import load_settings
 from tests.samples import write_sample_corpus
 from tests.tiny_models import build_tiny_cross_encoder
@@ -166,7 +166,7 @@ def test_service_uses_the_configured_reranker_with_the_reference_formula(index_d
     settings = load_settings(index_dir=index_dir, reranker_path=tiny_reranker.model_dir)
 
     async def run():
-        async with DocfinderService(settings) as service:
+        async with open_service(settings) as service:
             assert service.retrieval.fusion == "reference"
             return await service.search("cryostat", k=3)
 
@@ -179,7 +179,7 @@ def test_service_rejects_unknown_domains_modes_and_reranker_folders(index_dir, t
     settings = load_settings(index_dir=index_dir, domains=domains)
 
     async def run():
-        async with DocfinderService(settings) as service:
+        async with open_service(settings) as service:
             boosted = await service.search("deadline", domain="alma", k=3)
             assert boosted.trace[-2]["boosts"] == {"handbook": 2.0}
             with pytest.raises(InvalidRequestError, match="unknown domain 'nope'"):

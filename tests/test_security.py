@@ -20,11 +20,11 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from index_build.builder import ingest
 from pipeline.answers import Caller
-from server.admission import OverloadedError, WorkPool
-from server.auth import check_bind
-from server.cli import main
-from server.http_api import create_app
-from server.service import DocfinderService
+from server.doors.auth import check_bind
+from server.doors.cli import main
+from server.doors.launch import http_app
+from server.runtime.admission import OverloadedError, WorkPool
+from server.service import DocfinderService, open_service
 from server.settings import load_settings
 from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
@@ -72,7 +72,7 @@ def settings(tmp_path, index, llm):
 @pytest.fixture
 async def server(settings, embedder):
     """``await server(**settings)`` → (client, service) over a real loopback server."""
-    async with DocfinderService(settings(), embedder=embedder) as shared:
+    async with open_service(settings(), embedder=embedder) as shared:
         clients = []
 
         async def start(**overrides):
@@ -80,7 +80,7 @@ async def server(settings, embedder):
             if overrides:
                 service = DocfinderService(settings(**overrides), embedder=embedder)
                 await service.__aenter__()
-            client = TestClient(TestServer(create_app(service, service.settings)))
+            client = TestClient(TestServer(http_app(service, service.settings)))
             await client.start_server()
             clients.append((client, service is not shared and service))
             return client, service
@@ -113,7 +113,7 @@ async def test_every_api_route_needs_a_key_and_a_key_reads_only_its_collections(
     beta = await (
         await client.post("/v1/search", json={"query": "director salary"}, headers=bearer(BETA))
     ).json()
-    assert beta["hits"] and all(h["collection"] == "handbook" for h in beta["hits"])
+    assert beta["passages"] and all(h["collection"] == "handbook" for h in beta["passages"])
     assert SECRET_FACT not in json.dumps(beta)
     denied = await client.post(
         "/v1/search", json={"query": "salary", "collections": ["private"]}, headers=bearer(BETA)
@@ -122,7 +122,7 @@ async def test_every_api_route_needs_a_key_and_a_key_reads_only_its_collections(
     alpha = await (
         await client.post("/v1/search", json={"query": "director salary"}, headers=bearer(ALPHA))
     ).json()
-    assert any(SECRET_FACT in h["text"] for h in alpha["hits"])
+    assert any(SECRET_FACT in h["text"] for h in alpha["passages"])
 
 
 def test_serve_http_refuses_a_public_address_without_keys(tmp_path, index, capsys):
@@ -198,7 +198,7 @@ def test_ingest_does_not_follow_links_out_of_its_folders_and_reports_them(tmp_pa
 
 
 async def test_the_teams_bot_replies_only_to_bot_framework_services(tmp_path, embedder, llm, index):
-    from server.chat_bots import mount_teams
+    from server.doors.chat_bots import mount_teams
     from tests.fake_chat import BotServer, FakeConnector
     from tests.test_teams_bot import question
 
@@ -257,7 +257,7 @@ async def test_forged_teams_tokens_neither_block_the_event_loop_nor_fetch_keys_a
     from botframework.connector.auth.jwt_token_extractor import JwtTokenExtractor
 
     from bots.teams import OpenIdMetadata, install_openid_metadata
-    from server.chat_bots import mount_teams
+    from server.doors.chat_bots import mount_teams
     from tests.fake_chat import BotServer, FakeConnector
     from tests.test_teams_bot import question
 
@@ -361,14 +361,15 @@ async def test_requests_are_held_to_the_schema(server):
         assert response.status == 400, (route, body)
         assert response.content_type == "application/json", "refused before any stream starts"
     spec = await (await client.get("/openapi.json")).json()
-    search = spec["paths"]["/v1/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    reference = spec["paths"]["/v1/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    search = spec["components"]["schemas"][reference["$ref"].rsplit("/", 1)[-1]]
     assert search["additionalProperties"] is False and search["properties"]["k"]["type"] == "integer"
 
 
 async def test_slack_malformed_headers_are_401_and_a_retried_event_is_answered_once(
     tmp_path, embedder, llm, index
 ):
-    from server.chat_bots import mount_slack
+    from server.doors.chat_bots import mount_slack
     from tests.fake_chat import BotServer, FakeSlackAPI
     from tests.test_slack_bot import SECRET, final_answers, mention, signed
 
@@ -455,7 +456,7 @@ async def test_health_answers_while_every_search_slot_is_taken(server):
 async def test_a_client_that_leaves_the_stream_cancels_its_question(settings, embedder, caplog, tmp_path):
     with FakeLLMServer(delay_s=1.0) as slow:
         service = DocfinderService(settings(llm_api_base=slow.url), embedder=embedder)
-        async with service, TestServer(create_app(service, service.settings)) as test_server:
+        async with service, TestServer(http_app(service, service.settings)) as test_server:
             caplog.set_level(logging.INFO)
             async with aiohttp.ClientSession() as session:
                 response = await session.post(
@@ -497,7 +498,7 @@ async def test_mcp_accepts_the_public_host_and_hits_hide_server_paths(server, in
     assert rebinding.status == 421
     hits = (
         await (await client.post("/v1/search", json={"query": "proposal"}, headers=bearer(ALPHA))).json()
-    )["hits"]
+    )["passages"]
     assert hits and all(
         not h["source"].startswith("/") and str(index.parent) not in h["source"] for h in hits
     )

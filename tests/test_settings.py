@@ -63,6 +63,21 @@ def test_the_configuration_reference_lists_every_setting_as_it_is():
     )
 
 
+def test_every_toml_example_in_the_configuration_reference_loads(tmp_path):
+    """The examples people copy (collections, an observatory's domains) are valid settings."""
+    from tests.conftest import REPO
+
+    reference = (REPO / "docs" / "configuration.md").read_text()
+    examples = [block.split("```")[0] for block in reference.split("```toml\n")[1:]]
+    assert len(examples) >= 2
+    for number, example in enumerate(examples):
+        (tmp_path / f"{number}.toml").write_text(example)
+        settings = load_settings(tmp_path / f"{number}.toml")
+        assert settings.domains or settings.collections
+    observatory = load_settings(tmp_path / "1.toml")
+    assert "general" in observatory.domains and observatory.domains["instrument_configuration"].collections
+
+
 def test_secrets_are_redacted(monkeypatch):
     monkeypatch.setenv("DOCFINDER_LLM_API_KEY", "sk-very-secret")
     settings = load_settings()

@@ -11,8 +11,8 @@ import pytest
 from aiohttp.test_utils import TestClient
 from slack_sdk.signature import SignatureVerifier
 
-from bots.common import NOT_ENABLED
-from server.chat_bots import mount_slack
+from bots.common import NOT_ENABLED, WRITING
+from server.doors.chat_bots import mount_slack
 from server.service import DocfinderService
 from tests.fake_chat import BotServer, FakeSlackAPI
 from tests.fake_llm import FakeLLMServer
@@ -121,6 +121,29 @@ async def test_a_mention_gets_a_placeholder_progress_then_the_answer_in_its_thre
     history = service.conversations.history(f"slack:T1:C1:{QUESTION_TS}")
     assert [role for role, _ in history] == ["user", "assistant", "user", "assistant"]
     assert api.made("chat.postMessage")[1]["thread_ts"] == QUESTION_TS
+
+
+async def test_the_answer_is_edited_in_progressively_while_it_is_written(slack, llm):
+    start, api = slack
+    client, _ = await start()
+    llm.token_delay_s = 0.15  # a few seconds of writing: room for several edits a second apart
+    try:
+        assert await post(client, mention("When are proposals due?")) == 200
+        await api.wait_for(lambda a: final_answers(a))
+    finally:
+        llm.token_delay_s = 0.0
+    edits = [
+        (t, params) for t, (name, params) in zip(api.times, api.calls, strict=True) if name == "chat.update"
+    ]
+    drafts = [(t, p["text"].removesuffix(f" {WRITING}")) for t, p in edits if p["text"].endswith(WRITING)]
+    final = edits[-1][1]["text"]
+    assert len(drafts) >= 2, "the answer appears while it is written"
+    assert all(final.startswith(text) for _, text in drafts), "each draft is a beginning of the answer"
+    assert len(drafts[0][1]) < len(drafts[-1][1]) < len(final)
+    times = [t for t, _ in edits]
+    for when, _ in drafts:  # each draft waits a second after the edit before it
+        before = times[times.index(when) - 1]
+        assert when - before >= 0.9, "at most one edit a second while the answer is written"
 
 
 async def test_reactions_on_an_answer_create_and_retract_feedback(slack):

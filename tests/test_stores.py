@@ -15,9 +15,9 @@ import pytest
 
 from pipeline.answers import AgentAnswer, AskResult, Citation, Feedback
 from pipeline.errors import NotFoundError
-from server.conversations import ConversationStore
-from server.database import Database, PostgresDatabase, SQLiteDatabase, open_database
-from server.feedback import FeedbackStore
+from server.stores.conversations import ConversationStore
+from server.stores.database import Database, PostgresDatabase, SQLiteDatabase, open_database
+from server.stores.feedback import FeedbackStore
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -132,7 +132,7 @@ def test_the_service_uses_postgresql_when_a_dsn_is_set(tmp_path, embedder):
     if not dsn:
         pytest.skip("no PostgreSQL server: TEST_POSTGRES_DSN is unset (.ci/run starts one)")
     from index_build.builder import ingest
-    from server.service import DocfinderService
+    from server.service import open_service
     from server.settings import load_settings
     from tests.fake_llm import FakeLLMServer
     from tests.samples import write_sample_corpus
@@ -140,7 +140,7 @@ def test_the_service_uses_postgresql_when_a_dsn_is_set(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
 
     async def scenario(settings):
-        async with DocfinderService(settings, embedder=embedder) as service:
+        async with open_service(settings, embedder=embedder) as service:
             result = await service.ask("When are proposals due?")
             await service.record_feedback(Feedback(result.answer_id, "http", rating=5))
             return result

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from bots.common import NOT_ENABLED
-from server.chat_bots import mount_teams
+from server.doors.chat_bots import mount_teams
 from tests.fake_chat import BotServer, FakeConnector
 from tests.fake_llm import FakeLLMServer
 

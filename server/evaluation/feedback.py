@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.answers import citation_link
-from server.feedback_report import is_good, load_items
+from server.evaluation.feedback_report import is_good, load_items
 from server.service import DocfinderService
 
 

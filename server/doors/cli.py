@@ -22,8 +22,9 @@ from pipeline.context import CONTEXT_SELECTIONS
 from pipeline.errors import ConfigurationError, DocfinderError
 from pipeline.ordering import CONTEXT_ORDERS
 from pipeline.retrieval import SEARCH_MODES
+from pipeline.streaming import AnswerToken
 from pipeline.wording import describe_step, status_text
-from server.cli_output import (
+from server.doors.cli_output import (
     RichIngestProgress,
     print_answer,
     print_context,
@@ -34,9 +35,9 @@ from server.cli_output import (
     print_ingest_report,
     print_trace,
 )
-from server.factories import context_config
-from server.logs import configure_logging
-from server.render import answer_to_json, context_to_json, hit_to_json
+from server.doors.responses import answer_out, search_out, to_json
+from server.models.factories import context_config
+from server.runtime.logs import configure_logging
 from server.settings import Settings, load_settings
 
 EXIT_ERROR = 1
@@ -229,12 +230,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_search(args, settings))
     if args.command == "ask":
         return asyncio.run(_ask(args, settings))
-    if args.command == "serve" and args.serve_command == "mcp":
-        return asyncio.run(_serve_mcp(settings))
-    if args.command == "serve" and args.serve_command == "slack" and args.socket:
-        return asyncio.run(_serve_slack_socket(settings))
     if args.command == "serve":
-        return _serve_http(args, settings)
+        return _serve(args, settings)
     if args.command == "feedback":
         return _feedback(args, settings)
     if args.command == "eval" and args.eval_command == "feedback":
@@ -247,10 +244,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _ask(args: argparse.Namespace, settings: Settings) -> int:
-    from server.service import DocfinderService
+    from server.service import open_service
 
     console = Console()
-    async with DocfinderService(settings) as service:
+    async with open_service(settings, start_llm=True) as service:
         with err.status("thinking…") as status:
 
             async def on_status(event: dict[str, Any]) -> None:
@@ -258,91 +255,45 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
                 if not args.json:
                     err.print(f"[dim]{event['t']:6.1f}s {escape(describe_step(event))}[/]")
 
+            async def on_token(token: AnswerToken) -> None:
+                # The answer as it is written, under the spinner; the checked answer replaces it.
+                draft = f" (draft {token.draft})" if token.draft > 1 else ""
+                status.update(f"writing the answer{draft}…\n[dim]{escape(token.answer_so_far)}[/]")
+
             result = await service.ask(
                 args.question,
                 conversation_id=args.conversation,
                 collections=args.collections,
                 on_status=on_status,
+                on_token=on_token if err.is_terminal and not args.json else None,
             )
     if args.json:
-        print(json.dumps(answer_to_json(result, trace=args.trace), indent=2, ensure_ascii=False))
+        print(json.dumps(to_json(answer_out(result, trace=args.trace)), indent=2, ensure_ascii=False))
     else:
         print_answer(console, result, trace=args.trace)
     return 0
 
 
-async def _serve_mcp(settings: Settings) -> int:
-    """stdio transport: stdout carries only the protocol (logs go to stderr)."""
-    from server.mcp_server import serving
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    """``serve http`` (the API, /mcp and configured bots), ``serve mcp`` (stdio), ``serve slack``
+    (HTTP events or socket mode) or ``serve teams``."""
+    from server.doors.launch import serve, serve_mcp_stdio, serve_slack_socket
 
-    async with serving(settings) as mcp:
-        await mcp.run_stdio_async()
-    return 0
-
-
-async def _serve_slack_socket(settings: Settings) -> int:
-    """Socket mode: the bot connects out to Slack, so it needs no public URL."""
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-    from bots.slack import build_slack_app
-    from server.chat_bots import slack_config
-    from server.service import DocfinderService
-
-    config = slack_config(settings)
-    if not config.app_token:
-        raise ConfigurationError("socket mode needs slack_app_token (DOCFINDER_SLACK_APP_TOKEN, xapp-…)")
-    async with DocfinderService(settings) as service:
-        await AsyncSocketModeHandler(build_slack_app(service, config), config.app_token).start_async()
-    return 0
-
-
-def _serve_http(args: argparse.Namespace, settings: Settings) -> int:
-    """``serve http`` (the API, /mcp and configured bots), ``serve slack`` or ``serve teams``."""
-    from aiohttp import web
-
-    from server.auth import Authenticator, check_bind, load_api_keys
-    from server.chat_bots import mount_slack, mount_teams
-    from server.http_api import create_app
-    from server.service import DocfinderService
-
-    # Refuse an open door before loading anything: no credential, no address beyond loopback.
-    authenticator = Authenticator(load_api_keys(settings))
-    insecure = getattr(args, "insecure_no_auth", False)
-    if args.serve_command == "http":
-        check_bind(args.host, authenticator.required, insecure)
-    elif args.serve_command == "teams":
-        check_bind(args.host, bool(settings.teams_app_id), insecure, "the Teams bot (no teams_app_id)")
-
-    async def app() -> web.Application:
-        service = DocfinderService(settings)
-        await service.__aenter__()
-        if args.serve_command == "http":
-            application = create_app(service, settings, host=args.host, authenticator=authenticator)
-        else:
-            application = web.Application()
-            mount = mount_slack if args.serve_command == "slack" else mount_teams
-            mount(application, service, settings)
-
-        async def close(_: web.Application) -> None:
-            await service.__aexit__(None, None, None)
-
-        application.on_cleanup.append(close)
-        return application
-
-    web.run_app(app(), host=args.host, port=args.port)
+    if args.serve_command == "mcp":
+        asyncio.run(serve_mcp_stdio(settings))
+    elif args.serve_command == "slack" and args.socket:
+        asyncio.run(serve_slack_socket(settings))
+    else:
+        serve(args.serve_command, settings, args.host, args.port, getattr(args, "insecure_no_auth", False))
     return 0
 
 
 def _feedback(args: argparse.Namespace, settings: Settings) -> int:
-    from server.database import open_database
-    from server.feedback import FeedbackStore
-    from server.feedback_report import export_items, render_charts, render_report, summarise
+    from server.evaluation.feedback_report import export_items, render_charts, render_report, summarise
+    from server.service import open_feedback_store
 
-    database = open_database(settings.database_url.get_secret_value() or None, settings.feedback_path)
-    try:
-        records = FeedbackStore(database, settings.pseudonym_key.get_secret_value()).records(since=args.since)
-    finally:
-        database.close()
+    with open_feedback_store(settings) as store:
+        records = store.records(since=args.since)
     if args.feedback_command == "export":
         count = export_items(records, args.out)
         err.print(f"wrote {count} judgements to {args.out}")
@@ -356,17 +307,17 @@ def _feedback(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _eval_feedback(args: argparse.Namespace, settings: Settings) -> int:
-    from server.eval_feedback import evaluate_feedback
-    from server.service import DocfinderService
+    from server.evaluation.feedback import evaluate_feedback
+    from server.service import open_service
 
-    async with DocfinderService(settings) as service:
+    async with open_service(settings) as service:
         report = await evaluate_feedback(service, args.items, k=args.k)
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
 
 
 def _eval_context(args: argparse.Namespace, settings: Settings) -> int:
-    from server.eval_context import BUDGETS, evaluate_context
+    from server.evaluation.context import BUDGETS, evaluate_context
 
     with RichIngestProgress(err, enabled=err.is_terminal) as progress:
         report = evaluate_context(
@@ -385,7 +336,7 @@ def _eval_context(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
-    from server.eval_retrieval import evaluate_retrieval
+    from server.evaluation.retrieval import evaluate_retrieval
 
     with RichIngestProgress(err, enabled=err.is_terminal) as progress:
         report = evaluate_retrieval(
@@ -436,7 +387,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
-    from server.service import DocfinderService
+    from server.service import open_service
 
     wants_context = args.context or any(v is not None for v in (args.select, args.order, args.budget))
     context = (
@@ -444,7 +395,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         if wants_context
         else None
     )
-    async with DocfinderService(settings) as service:
+    async with open_service(settings) as service:
         result = await service.search(
             args.query,
             k=args.k or settings.search_k,
@@ -454,17 +405,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
             context=context,
         )
     if args.json:
-        payload: dict[str, Any] = {
-            "query": result.query,
-            "mode": result.mode,
-            "version": result.version,
-            "hits": [hit_to_json(h) for h in result.hits],
-        }
-        if result.context is not None:
-            payload["context"] = context_to_json(result.context)
-        if args.trace:
-            payload["trace"] = result.trace
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print(json.dumps(to_json(search_out(result, trace=args.trace)), indent=2, ensure_ascii=False))
     else:
         print_hits(Console(), result)
         if result.context is not None:
@@ -475,9 +416,9 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _index_info(args: argparse.Namespace, settings: Settings) -> int:
-    from server.service import DocfinderService
+    from server.service import open_service
 
-    async with DocfinderService(settings) as service:
+    async with open_service(settings) as service:
         info = await service.index_info(documents=args.documents)
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))

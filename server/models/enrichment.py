@@ -12,7 +12,7 @@ from typing import Any
 
 from index_build.document import ParsedDocument
 from pipeline.types import HEADING_SEPARATOR, Chunk
-from server.database import SQLiteDatabase, create_tables
+from server.stores.database import SQLiteDatabase, create_tables
 
 OUTLINE_HEADINGS = 30
 

@@ -187,7 +187,7 @@ def open_database(url: str | None, sqlite_path: Path, busy_timeout_s: float = 10
     if url is None:
         return SQLiteDatabase(sqlite_path, busy_timeout_s)
     if not url.startswith(("postgresql://", "postgres://")):
-        raise ConfigurationError(f"database_url must be a postgresql:// DSN, not {url.split(':', 1)[0]}://…")
+        raise ConfigurationError(f"must be a postgresql:// DSN, not {url.split(':', 1)[0]}://…")
     return PostgresDatabase(url)
 
 

@@ -1,5 +1,5 @@
 """Feedback on answers (reactions, ratings, labels), shared by every front door, in SQLite or
-PostgreSQL (see :mod:`server.database`).
+PostgreSQL (see :mod:`server.stores.database`).
 
 A record is committed before the caller is told it is stored, so acknowledged feedback
 survives a crash. Users are kept only as a keyed pseudonym (HMAC-SHA256): the same person
@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 
 from pipeline.answers import FEEDBACK_LABELS, Feedback, FeedbackRecord
 from pipeline.errors import InvalidRequestError
-from server.conversations import StoredAnswer
-from server.database import Database, Dialect, create_tables
+from server.stores.conversations import StoredAnswer
+from server.stores.database import Database, Dialect, create_tables
 
 _COLUMNS = """
     answer_id TEXT NOT NULL,

@@ -105,8 +105,3 @@ def describe(exc: ValidationError) -> str:
         place = ".".join(str(p) for p in error["loc"]) or "body"
         problems.append(f"{place}: {error['msg']}")
     return "; ".join(problems)
-
-
-def request_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of a request model, for the OpenAPI document."""
-    return model.model_json_schema()

@@ -1,5 +1,5 @@
 """The HTTP API (aiohttp): ask, ask with streamed status (server-sent events), search, feedback,
-health, metrics, and the MCP streamable HTTP endpoint at ``/mcp``.
+health and metrics (:mod:`server.doors.launch` mounts the MCP endpoint ``/mcp`` and the bots).
 
 With API keys configured, every request to ``/v1/*``, ``/metrics`` and ``/mcp`` must carry
 one (``Authorization: Bearer <key>``, else 401); the key decides which collections and
@@ -7,7 +7,8 @@ conversations the caller sees. Without keys the server is for loopback only (the
 refuses another address). ``/healthz`` and ``/openapi.json`` are open, and the bots' routes
 check their platforms' own signatures and tokens.
 
-Handlers only parse (:mod:`server.http_models`), call the one service object, and render.
+Handlers only parse (:mod:`server.doors.http_models`), call the one service object, and reply
+with a model of :mod:`server.doors.responses`.
 Errors become JSON bodies with a clear message: 400 for bad input, 401 without a valid key,
 403 for a collection outside the key's scope, 404 for unknown ids (another caller's
 conversation included), 413 for oversized requests, 503 with ``Retry-After`` when a
@@ -37,14 +38,12 @@ from pipeline.errors import (
     TransientError,
     UnauthenticatedError,
 )
-from server.auth import Authenticator, load_api_keys
-from server.chat_bots import mount_configured_bots
-from server.http_models import AskBody, FeedbackBody, SearchBody, read_body
-from server.logs import current_request_id, set_request_id
-from server.openapi import OPENAPI
-from server.render import answer_to_json, hit_to_json
+from server.doors.auth import Authenticator
+from server.doors.http_models import AskBody, FeedbackBody, SearchBody, read_body
+from server.doors.openapi import OPENAPI
+from server.doors.responses import ErrorOut, FeedbackOut, HealthOut, answer_out, search_out, to_json
+from server.runtime.logs import current_request_id, set_request_id
 from server.service import DocfinderService
-from server.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -56,23 +55,13 @@ RETRY_AFTER_S = 5
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]+")
 
 
-def create_app(
-    service: DocfinderService,
-    settings: Settings | None = None,
-    host: str = "127.0.0.1",
-    authenticator: Authenticator | None = None,
-) -> web.Application:
-    """The aiohttp application around an entered service.
-
-    With ``settings``, also ``/mcp`` when API keys are set, ``/slack/events`` when Slack
-    credentials are set and ``/api/messages`` when a Teams app id is set. ``authenticator``
-    (default: the settings' API keys) decides who may call ``/v1/*``, ``/metrics`` and ``/mcp``.
-    """
-    if authenticator is None:
-        authenticator = Authenticator(load_api_keys(settings) if settings is not None else [])
+def create_app(service: DocfinderService, authenticator: Authenticator | None = None) -> web.Application:
+    """The REST API around an entered service; ``authenticator`` (default: none, loopback only)
+    decides who may call ``/v1/*`` and ``/metrics``. :mod:`server.doors.launch` adds ``/mcp``
+    and the bots' routes to it."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_observe, _errors, _authenticate])
     app[SERVICE] = service
-    app[AUTHENTICATOR] = authenticator
+    app[AUTHENTICATOR] = authenticator if authenticator is not None else Authenticator([])
     app.router.add_get("/healthz", _health)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/openapi.json", _openapi)
@@ -80,57 +69,7 @@ def create_app(
     app.router.add_post("/v1/ask/stream", _ask_stream)
     app.router.add_post("/v1/search", _search)
     app.router.add_post("/v1/feedback", _feedback)
-    if settings is None:
-        return app
-    if authenticator.required:
-        mount_mcp(app, service, settings, host, authenticator)
-    else:
-        log.info("/mcp is served with API keys only (local assistants use `docfinder serve mcp`)")
-    mount_configured_bots(app, service, settings)
     return app
-
-
-def mount_mcp(
-    app: web.Application,
-    service: DocfinderService,
-    settings: Settings,
-    host: str,
-    authenticator: Authenticator,
-) -> None:
-    """Serve the MCP streamable HTTP transport at ``/mcp``, for the same API keys as the REST API."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from server.asgi_mount import asgi_handler
-    from server.mcp_server import build_mcp_server
-
-    # /mcp checks the Host header against DNS rebinding; a reverse proxy forwards its public name.
-    public = [name for host in settings.public_hosts for name in (host, f"{host}:*")]
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", *public]
-    security = TransportSecuritySettings(
-        allowed_hosts=hosts,
-        allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")],
-    )
-    mcp = build_mcp_server(service, settings)
-    asgi_app = mcp.streamable_http_app(host=host, transport_security=security)
-
-    async def sessions(_: web.Application):
-        # The session manager's task group must start and end in one task: a task of its own,
-        # whatever task aiohttp (or a test harness) runs startup and cleanup in.
-        started, stopping = asyncio.Event(), asyncio.Event()
-
-        async def run() -> None:
-            async with mcp.session_manager.run():
-                started.set()
-                await stopping.wait()
-
-        manager = asyncio.create_task(run())
-        await started.wait()
-        yield
-        stopping.set()
-        await manager
-
-    app.cleanup_ctx.append(sessions)
-    app.router.add_route("*", "/mcp", asgi_handler(asgi_app, authenticator))
 
 
 @web.middleware
@@ -192,12 +131,12 @@ async def _authenticate(
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"error": message}, status=status, headers=headers)
+    return web.json_response(to_json(ErrorOut(error=message)), status=status, headers=headers)
 
 
 async def _health(request: web.Request) -> web.Response:
     # Answered on the event loop from what is loaded: a saturated search pool cannot delay it.
-    return web.json_response(request.app[SERVICE].health())
+    return web.json_response(to_json(HealthOut(**request.app[SERVICE].health())))
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -217,11 +156,13 @@ async def _ask(request: web.Request) -> web.Response:
         collections=body.collections,
         caller=request[CALLER],
     )
-    return web.json_response(answer_to_json(result))
+    return web.json_response(to_json(answer_out(result)))
 
 
 async def _ask_stream(request: web.Request) -> web.StreamResponse:
-    """Server-sent events: ``status`` for each agent step as it happens, then ``answer`` (or ``error``).
+    """Server-sent events: ``status`` for each agent step as it happens, ``token`` for the answer's
+    text as the LLM writes it (``{"text", "draft"}``: a new draft replaces the text so far), then
+    ``answer`` (the final, checked answer) or ``error``.
 
     A client that goes away cancels its question (the LLM request included); one INFO line says so.
     """
@@ -245,6 +186,7 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
             conversation_id=body.conversation_id,
             collections=body.collections,
             on_status=lambda event: send("status", event),
+            on_token=lambda token: send("token", {"text": token.text, "draft": token.draft}),
             caller=request[CALLER],
         )
     )
@@ -258,7 +200,7 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
         except DocfinderError as exc:
             await send("error", {"error": str(exc), "transient": isinstance(exc, TransientError)})
         else:
-            await send("answer", answer_to_json(result, trace=False))
+            await send("answer", to_json(answer_out(result, trace=False)))
         await response.write_eof()
     except (ConnectionResetError, ClientConnectionResetError, asyncio.CancelledError) as exc:
         # The client went away (the server may cancel this handler too): stop the question, LLM included.
@@ -290,15 +232,8 @@ async def _search(request: web.Request) -> web.Response:
         collections=body.collections,
         caller=request[CALLER],
     )
-    public = request[CALLER] != LOCAL_CALLER
-    return web.json_response(
-        {
-            "query": result.query,
-            "mode": result.mode,
-            "version": result.version,
-            "hits": [hit_to_json(h, service.public_source if public else None) for h in result.hits],
-        }
-    )
+    public = service.public_source if request[CALLER] != LOCAL_CALLER else str
+    return web.json_response(to_json(search_out(result, public)))
 
 
 async def _feedback(request: web.Request) -> web.Response:
@@ -309,4 +244,5 @@ async def _feedback(request: web.Request) -> web.Response:
         ),
         caller=request[CALLER],
     )
-    return web.json_response({"feedback_id": record.feedback_id, "answer_id": record.answer_id}, status=201)
+    reply = FeedbackOut(feedback_id=record.feedback_id, answer_id=record.answer_id)
+    return web.json_response(to_json(reply), status=201)

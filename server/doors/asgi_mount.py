@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from pipeline.answers import Caller
-from server.auth import Authenticator
+from server.doors.auth import Authenticator
 
 ASGIApp = Callable[
     [MutableMapping[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]],

@@ -3,7 +3,7 @@
 - ``llm_api_base`` set: any OpenAI-compatible server (vLLM in production), through DSPy's
   ``hosted_vllm/`` route, which sends ``max_tokens`` (llama.cpp ignores the newer
   ``max_completion_tokens``).
-- unset: the embedded model (:mod:`server.embedded_llm`), a llama.cpp server that the
+- unset: the embedded model (:mod:`server.models.embedded_llm`), a llama.cpp server that the
   service starts on first use and stops when it closes.
 """
 
@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from pipeline.errors import ConfigurationError
-from server.embedded_llm import LlamaServer, ensure_model_file
+from server.models.embedded_llm import LlamaServer, ensure_model_file
 from server.settings import Settings
 
 
@@ -55,6 +55,27 @@ async def open_lm(settings: Settings) -> AsyncIterator[Any]:
     )
     async with server:
         yield make_lm(settings, api_base=server.api_base)
+
+
+async def probe_llm_server(api_base: str, api_key: str = "", timeout_s: float = 5.0) -> str | None:
+    """What is wrong with the OpenAI-compatible server at ``api_base`` (``GET /models``), or None.
+
+    Asked once at start, so that an unreachable server is reported then, with its URL, rather
+    than as a timeout on the first question.
+    """
+    import aiohttp
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session,
+            session.get(f"{api_base.rstrip('/')}/models", headers=headers) as response,
+        ):
+            if response.status >= 400:
+                return f"HTTP {response.status} from /models"
+            return None
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def make_adapter(settings: Settings) -> Any:

@@ -7,127 +7,50 @@ server keeps serving); ``ask`` reports each agent step as a progress notificatio
 
 # No ``from __future__ import annotations``: MCPServer reads the tools' annotations at run time,
 # and those use values local to build_mcp_server.
+import asyncio
 import functools
 import inspect
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
+from aiohttp import web
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from pipeline.answers import FEEDBACK_LABELS, LOCAL_CALLER, Caller, Feedback
 from pipeline.errors import DocfinderError, TransientError
 from pipeline.retrieval import MAX_SEARCH_K
+from pipeline.streaming import AnswerToken
 from pipeline.types import Chunk
 from pipeline.wording import describe_step
-from server.asgi_mount import CALLER_STATE
-from server.render import answer_to_json
-from server.service import DocfinderService
+from server.doors.asgi_mount import CALLER_STATE, asgi_handler
+from server.doors.auth import Authenticator
+from server.doors.responses import (
+    AnswerOut,
+    CollectionOut,
+    CollectionsOut,
+    DocumentOut,
+    FeedbackOut,
+    PassageOut,
+    SearchOut,
+    answer_out,
+    passage_out,
+    search_out,
+)
+from server.service import DocfinderService, open_service
 from server.settings import Settings
+
+DRAFT_INTERVAL_S = 1.0  # the answer being written goes out at most this often as a progress message
+MAX_DRAFT_CHARS = 1000
 
 INSTRUCTIONS = (
     "docfinder answers questions from the organisation's documentation with numbered citations, "
     "and searches its collections. Prefer `ask` for a question; use `search` to explore passages, "
     "then `get_passage` or `get_document` to read more. Cite sources by their link."
 )
-
-
-class CitationOut(BaseModel):
-    n: int = Field(description="The number the answer cites as [n].")
-    title: str
-    source: str = Field(description="The document's path or URL as ingested.")
-    link: str = Field(description="A link that opens the document at the cited page.")
-    pages: list[int] = Field(description="First and last page of the passage (0 for formats without pages).")
-    heading_path: list[str]
-    passage_id: str = Field(description="Pass to get_passage for the full passage.")
-
-
-class EvidenceOut(BaseModel):
-    n: int = Field(description="The citation number of the passage the quote comes from.")
-    text: str = Field(description="The document's own words: a sentence, or a table row (Markdown).")
-    context: str = Field(description="A table row's caption, column labels and group; empty for sentences.")
-    source: str
-    link: str = Field(description="A link that opens the document at the quote's page.")
-    pages: list[int]
-    heading_path: list[str]
-    passage_id: str
-
-
-class AnswerOut(BaseModel):
-    answer_id: str = Field(description="Pass to submit_feedback to judge this answer.")
-    conversation_id: str = Field(description="Pass back as conversation_id to ask a follow-up question.")
-    question: str = Field(description="The standalone question that was answered.")
-    answer: str = Field(description="A short answer with [n] citations.")
-    outcome: Literal["answered", "no_documents", "unverified", "llm_unavailable"]
-    domain: str | None
-    citations: list[CitationOut]
-    evidence: list[EvidenceOut] = Field(description="The 1–5 quotes the answer rests on, verbatim.")
-    verdicts: dict[str, str | None] = Field(description="The grounded ('supported') and 'useful' checks.")
-
-
-class PassageOut(BaseModel):
-    passage_id: str
-    score: float | None = None
-    text: str
-    title: str
-    source: str
-    pages: list[int]
-    heading_path: list[str]
-    collection: str
-    doc_id: str
-
-
-class SearchOut(BaseModel):
-    query: str
-    mode: str
-    index_version: str
-    passages: list[PassageOut]
-
-
-class DocumentOut(BaseModel):
-    doc_id: str
-    title: str
-    source: str
-    collection: str
-    pages: int
-    index_version: str
-    passages: list[PassageOut]
-
-
-class CollectionOut(BaseModel):
-    name: str
-    description: str
-    documents: int
-    chunks: int
-
-
-class CollectionsOut(BaseModel):
-    index_version: str
-    collections: list[CollectionOut]
-
-
-class FeedbackOut(BaseModel):
-    feedback_id: int
-    answer_id: str
-    stored: bool = True
-
-
-def passage_out(
-    chunk: Chunk, score: float | None = None, public: Callable[[str], str] | None = None
-) -> PassageOut:
-    return PassageOut(
-        passage_id=chunk.chunk_id,
-        score=round(score, 6) if score is not None else None,
-        text=chunk.text,
-        title=chunk.title,
-        source=public(chunk.source) if public else chunk.source,
-        pages=list(chunk.pages),
-        heading_path=list(chunk.heading_path),
-        collection=chunk.collection,
-        doc_id=chunk.doc_id,
-    )
 
 
 def _tool_error(exc: DocfinderError) -> ToolError:
@@ -166,23 +89,33 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
     ) -> AnswerOut:
         """Answer a question from the documentation: a short answer with [n] citations that link to the
         document, page and heading, the grounding checks' verdicts, and an answer id for feedback.
-        Sends a progress notification for each step (retrieve, generate, checks). Takes seconds to
-        minutes on a CPU model."""
+        Sends a progress notification for each step (retrieve, generate, checks) and, at most once a
+        second, the answer as it is being written. Takes seconds to minutes on a CPU model."""
         steps = 0
+        last_draft_sent = 0.0
 
         async def progress(event: dict[str, Any]) -> None:
             nonlocal steps
             steps += 1
             await ctx.report_progress(steps, message=describe_step(event))
 
+        async def draft(token: AnswerToken) -> None:
+            nonlocal steps, last_draft_sent
+            if time.monotonic() - last_draft_sent < DRAFT_INTERVAL_S:
+                return
+            last_draft_sent = time.monotonic()
+            steps += 1
+            await ctx.report_progress(steps, message=f"writing: {token.answer_so_far[-MAX_DRAFT_CHARS:]}")
+
         result = await service.ask(
             question,
             conversation_id=conversation_id,
             collections=collections,
             on_status=progress,
+            on_token=draft,
             caller=caller_of(ctx),
         )
-        return AnswerOut.model_validate(answer_to_json(result, trace=False))
+        return answer_out(result, trace=False)
 
     @tool
     async def search(
@@ -200,13 +133,7 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         result = await service.search(
             service.check_question(query), k=k, mode=mode, collections=collections, caller=caller
         )
-        public = _public(service, caller)
-        return SearchOut(
-            query=result.query,
-            mode=result.mode,
-            index_version=result.version,
-            passages=[passage_out(h.chunk, h.score, public) for h in result.hits],
-        )
+        return search_out(result, _public(service, caller))
 
     @tool
     async def get_passage(
@@ -326,6 +253,46 @@ def _version() -> str:
 
 @asynccontextmanager
 async def serving(settings: Settings) -> AsyncIterator[MCPServer]:
-    """Enter the service (index and embedder loaded once) and build the MCP server over it."""
-    async with DocfinderService(settings) as service:
+    """Open the service (index, embedder and LLM ready) and build the MCP server over it."""
+    async with open_service(settings, start_llm=True) as service:
         yield build_mcp_server(service, settings)
+
+
+def mount_mcp(
+    app: web.Application,
+    service: DocfinderService,
+    settings: Settings,
+    host: str,
+    authenticator: Authenticator,
+) -> None:
+    """Serve the MCP streamable HTTP transport at ``/mcp`` of ``app``, for the REST API's API keys."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    # /mcp checks the Host header against DNS rebinding; a reverse proxy forwards its public name.
+    public = [name for host in settings.public_hosts for name in (host, f"{host}:*")]
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", *public]
+    security = TransportSecuritySettings(
+        allowed_hosts=hosts,
+        allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")],
+    )
+    mcp = build_mcp_server(service, settings)
+    asgi_app = mcp.streamable_http_app(host=host, transport_security=security)
+
+    async def sessions(_: web.Application) -> AsyncIterator[None]:
+        # The session manager's task group must start and end in one task: a task of its own,
+        # whatever task aiohttp (or a test harness) runs startup and cleanup in.
+        started, stopping = asyncio.Event(), asyncio.Event()
+
+        async def run() -> None:
+            async with mcp.session_manager.run():
+                started.set()
+                await stopping.wait()
+
+        manager = asyncio.create_task(run())
+        await started.wait()
+        yield
+        stopping.set()
+        await manager
+
+    app.cleanup_ctx.append(sessions)
+    app.router.add_route("*", "/mcp", asgi_handler(asgi_app, authenticator))

@@ -1,4 +1,4 @@
-"""Conversation history and the answers given, in SQLite or PostgreSQL (see :mod:`server.database`).
+"""Conversation history and the answers given, in SQLite or PostgreSQL (see :mod:`server.stores.database`).
 
 A conversation is an id and its turns (``user`` / ``assistant``), oldest first; the condense
 step reads them. Every answer is also kept by its id with its sources, domain and
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from pipeline.answers import AskResult
 from pipeline.errors import NotFoundError
-from server.database import Database, Dialect, create_tables
+from server.stores.database import Database, Dialect, create_tables
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS turns (

@@ -37,8 +37,8 @@ from index_build.builder import IngestProgress, NoProgress
 from pipeline.context import ContextConfig
 from pipeline.errors import ConfigurationError
 from pipeline.figures import all_numbers, figures, stated_figures
-from server.factories import context_config
-from server.service import DocfinderService, run_ingest
+from server.models.factories import context_config
+from server.service import open_service, run_ingest
 from server.settings import Settings
 
 BUDGETS = (1000, 2000, 4000)
@@ -118,7 +118,7 @@ async def _run(
 ) -> list[dict[str, Any]]:
     totals: dict[tuple[str, int, str], dict[str, Any]] = {}
     base = context_config(settings)
-    async with DocfinderService(settings) as service:
+    async with open_service(settings) as service:
         for question in questions:
             gold = figures(question.answer)
             # One retrieval per question; every strategy and budget selects from the same hits.

@@ -23,7 +23,7 @@ def make_reranker(settings: Settings) -> Reranker | None:
     """The configured cross-encoder, or None when no reranker folder is set."""
     if settings.reranker_path is None:
         return None
-    from server.reranker import CrossEncoderReranker
+    from server.models.reranker import CrossEncoderReranker
 
     return CrossEncoderReranker(settings.reranker_path)
 
