@@ -62,6 +62,16 @@ async def _search_latency(settings, questions: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     async with open_service(settings) as service:
         await service.search("warm up the embedder", k=10)
+        encode = []
+        for question in questions:
+            started = time.perf_counter()
+            service.embedder.embed_query(question)
+            encode.append((time.perf_counter() - started) * 1000)
+        results["query_encode"] = {
+            "embedder": service.embedder.name,
+            "p50_ms": round(statistics.median(encode), 2),
+            "p95_ms": round(percentile(encode, 0.95), 2),
+        }
         for mode in ("bm25", "dense", "hybrid"):
             latencies = []
             for question in questions:

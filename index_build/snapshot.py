@@ -25,13 +25,9 @@ from index_build.version import (
     verify_checksums,
 )
 from pipeline.documents import DocumentMeta
-from pipeline.errors import IndexCorruptError, InvalidRequestError, NotFoundError
+from pipeline.errors import IndexCorruptError, NotFoundError, UnknownCollectionError
 from pipeline.sparse import SparseSet, rank_sparse
 from pipeline.types import Chunk, EvidenceUnit
-
-
-class UnknownCollectionError(InvalidRequestError):
-    """A search named a collection the index does not have."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 from pipeline.streaming import AnswerToken
+from pipeline.types import place_label
 
 Outcome = Literal["answered", "no_documents", "unverified", "llm_unavailable"]
 StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
@@ -44,13 +45,8 @@ class Citation:
     link: str = ""
 
     def label(self) -> str:
-        """Where the passage is, for people: ``title — heading › subheading, p. 3`` (or ``pp. 3–4``)."""
-        place = " › ".join(self.heading_path)
-        label = self.title + (f" — {place}" if place else "")
-        first, last = self.pages
-        if first:
-            label += f", p. {first}" if first == last else f", pp. {first}–{last}"
-        return label
+        """Where the passage is, for people (:func:`pipeline.types.place_label`)."""
+        return place_label(self.title, self.heading_path, self.pages)
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,3 +58,23 @@ class ForbiddenError(PermanentError):
 
 class UnauthenticatedError(PermanentError):
     """The request carries no valid credential where one is required."""
+
+
+class DatabaseUnavailableError(TransientError):
+    """The database server cannot be reached right now."""
+
+
+class DatabaseBusyError(TransientError):
+    """Another process holds the database's write lock longer than the busy timeout."""
+
+
+class OverloadedError(TransientError):
+    """Too much work is waiting already; try again in a moment."""
+
+
+class LLMUnavailableError(TransientError):
+    """The language model gave no usable reply: unreachable, too slow, or unreadable."""
+
+
+class UnknownCollectionError(InvalidRequestError):
+    """A search named a collection the index does not have."""

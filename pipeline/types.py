@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -29,14 +30,8 @@ class Chunk:
     context: str = ""
 
     def citation_label(self) -> str:
-        """A short human-readable place: title, heading and pages."""
-        parts = [self.title or self.source]
-        if self.heading_path:
-            parts.append(" › ".join(self.heading_path))
-        if self.pages != (0, 0):
-            first, last = self.pages
-            parts.append(f"p. {first}" if first == last else f"pp. {first}–{last}")
-        return " — ".join(parts)
+        """Where this chunk is, for people (see :func:`place_label`)."""
+        return place_label(self.title or self.source, self.heading_path, self.pages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,3 +120,16 @@ def _words_of_row(row: str) -> str:
 def _plain(text: str) -> str:
     """Markdown table syntax removed (pipes cost tokens and carry no meaning for a model)."""
     return " ".join(cell.strip() for cell in text.strip().strip("|").split("|") if cell.strip())
+
+
+def place_label(title: str, heading_path: Sequence[str], pages: tuple[int, int]) -> str:
+    """Where a passage is, for people: ``title — heading › subheading, p. 3`` (or ``pp. 3–4``).
+
+    The one citation label of every front door, the CLI and the LLM's numbered evidence.
+    """
+    place = " › ".join(heading_path)
+    label = title + (f" — {place}" if place else "")
+    first, last = pages
+    if first:
+        label += f", p. {first}" if first == last else f", pp. {first}–{last}"
+    return label

@@ -35,7 +35,7 @@ import dspy
 
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink, citation_link
 from pipeline.context import Passage, Retrieved
-from pipeline.errors import TransientError
+from pipeline.errors import LLMUnavailableError
 from pipeline.quotes import choose_quotes
 from pipeline.streaming import AnswerToken, StreamedField
 from programs.signatures import Generate, Supported, Transform, Understand, Useful
@@ -52,10 +52,6 @@ LLM_UNAVAILABLE = (
 )
 
 _CITATION = re.compile(r"\[(\d+)\]")
-
-
-class LLMUnavailableError(TransientError):
-    """The language model gave no usable reply: unreachable, too slow, or unreadable."""
 
 
 @dataclass(frozen=True, slots=True)

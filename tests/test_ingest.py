@@ -11,7 +11,8 @@ import pytest
 
 from index_build.builder import IngestOptions, ingest
 from index_build.layout import live_version_id
-from index_build.snapshot import UnknownCollectionError, open_live
+from index_build.snapshot import open_live
+from pipeline.errors import UnknownCollectionError
 from pipeline.retrieval import SearchRequest, retrieve
 from server.doors.cli import EXIT_PARTIAL, main
 from server.service import open_service

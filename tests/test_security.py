@@ -20,10 +20,11 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from index_build.builder import ingest
 from pipeline.answers import Caller
+from pipeline.errors import OverloadedError
 from server.doors.auth import check_bind
 from server.doors.cli import main
 from server.doors.launch import http_app
-from server.runtime.admission import OverloadedError, WorkPool
+from server.runtime.admission import WorkPool
 from server.service import DocfinderService, open_service
 from server.settings import load_settings
 from tests.fake_llm import FakeLLMServer

@@ -14,13 +14,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from pipeline.errors import TransientError
+from pipeline.errors import OverloadedError
 
 T = TypeVar("T")
-
-
-class OverloadedError(TransientError):
-    """Too much work is waiting already; try again in a moment."""
 
 
 class WorkPool:

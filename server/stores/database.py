@@ -20,17 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pipeline.errors import ConfigurationError, TransientError
+from pipeline.errors import ConfigurationError, DatabaseBusyError, DatabaseUnavailableError
 
 Dialect = Literal["sqlite", "postgresql"]
-
-
-class DatabaseUnavailableError(TransientError):
-    """The database server cannot be reached right now."""
-
-
-class DatabaseBusyError(TransientError):
-    """Another process holds the database's write lock longer than the busy timeout."""
 
 
 class Transaction(Protocol):
