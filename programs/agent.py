@@ -3,7 +3,8 @@
 understand (condense, classify_query, review_query: one LLM call) → retrieve → grade_documents
   → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
      then a "no documents" answer without calling generate)
-  → generate → supported (reading the cited evidence only) → useful
+  → generate → supported (reading the cited evidence only) → useful (both checks at once on a
+     server LLM)
   → (a check fails: first the sparse-information fallback, then transform_query and retry,
      at most ``max_rewrites`` times, then an answer that says it could not be verified and
      still lists the best sources).
@@ -62,6 +63,7 @@ class AgentLimits:
     grade_threshold: float = float("-inf")
     max_passages: int = 8
     llm_timeout_s: float = 120.0
+    concurrent_checks: bool = False  # both answer checks at once (a server LLM serves them in parallel)
 
 
 def number_passages(passages: Sequence[Passage], numbered_from: Sequence[Passage] | None = None) -> str:
@@ -209,12 +211,12 @@ class _Run:
         self.best: list[Passage] = []
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
-        self.llm_call: tuple[str, dict[str, int]] | None = None
+        self.llm_calls: list[tuple[str, dict[str, int]]] = []  # made, not yet reported by a step
 
     async def step(self, name: str, **details: Any) -> None:
         event = {"step": name, "t": round(time.perf_counter() - self.started, 3), **details}
-        if self.llm_call is not None:  # the first step after an LLM call reports it
-            (event["llm_call"], event["tokens"]), self.llm_call = self.llm_call, None
+        if self.llm_calls:  # the first step after an LLM call reports it
+            event["llm_call"], event["tokens"] = self.llm_calls.pop(0)
         self.trace.append(event)
         if self.on_status is not None:
             await self.on_status(event)
@@ -222,7 +224,16 @@ class _Run:
     async def call(
         self, name: str, predictor: dspy.Predict, stream: str | None = None, **inputs: Any
     ) -> dspy.Prediction:
-        """One LLM call; with ``stream`` (an output field) and a token sink, that field streams."""
+        """One LLM call, reported by the next step; with ``stream`` (an output field) and a token
+        sink, that field streams."""
+        prediction, tokens = await self._ask(predictor, stream, inputs)
+        self.llm_calls.append((name, tokens))
+        return prediction
+
+    async def _ask(
+        self, predictor: dspy.Predict, stream: str | None, inputs: dict[str, Any]
+    ) -> tuple[dspy.Prediction, dict[str, int]]:
+        """The prediction and the tokens it used, or :class:`LLMUnavailableError`."""
         sink = self.on_token
         if stream is not None and sink is not None:
             reply = self._streaming(predictor, stream, sink, inputs)
@@ -240,14 +251,11 @@ class _Run:
         except _parse_errors() as exc:
             raise LLMUnavailableError(f"the language model's reply could not be read: {exc}") from exc
         by_model = usage.get_total_tokens().values()
-        self.llm_call = (
-            name,
-            {
-                "prompt": sum(u.get("prompt_tokens") or 0 for u in by_model),
-                "completion": sum(u.get("completion_tokens") or 0 for u in by_model),
-            },
-        )
-        return prediction
+        tokens = {
+            "prompt": sum(u.get("prompt_tokens") or 0 for u in by_model),
+            "completion": sum(u.get("completion_tokens") or 0 for u in by_model),
+        }
+        return prediction, tokens
 
     async def _streaming(
         self, predictor: dspy.Predict, field: str, sink: TokenSink, inputs: dict[str, Any]
@@ -417,21 +425,37 @@ class _Run:
         return kept
 
     async def _checks(self, answer: str, passages: list[Passage]) -> bool:
-        """Both checks; ``useful`` is skipped when ``supported`` already failed (the retry is the same)."""
+        """Both checks. One after the other, ``useful`` skipped when ``supported`` failed (the retry is
+        the same), on a CPU model; at once on a server LLM (``concurrent_checks``), where the wall
+        time of one call matters more than a call that may go unused."""
         cited = cited_passages(passages, answer)
-        supported = (
-            await self.call(
-                "supported", self.agent.supported, passages=number_passages(cited, passages), answer=answer
+        supported_inputs = {"passages": number_passages(cited, passages), "answer": answer}
+        useful_inputs = {"question": self.question, "answer": answer}
+        if self.agent.limits.concurrent_checks:
+            replies = await asyncio.gather(
+                self._ask(self.agent.supported, None, supported_inputs),
+                self._ask(self.agent.useful, None, useful_inputs),
+                return_exceptions=True,
             )
-        ).supported
-        self.verdicts = {"supported": supported, "useful": None}
-        await self.step("supported", verdict=supported, passages=len(cited))
-        if supported != "yes":
-            return False
-        useful = (await self.call("useful", self.agent.useful, question=self.question, answer=answer)).useful
-        self.verdicts["useful"] = useful
-        await self.step("useful", verdict=useful)
-        if useful == "yes":
+            for reply in replies:
+                if isinstance(reply, BaseException):
+                    raise reply
+            (supported_reply, supported_tokens), (useful_reply, useful_tokens) = replies  # type: ignore[misc]
+            self.llm_calls += [("supported", supported_tokens), ("useful", useful_tokens)]
+            supported, useful = supported_reply.supported, useful_reply.useful
+            self.verdicts = {"supported": supported, "useful": useful}
+            await self.step("supported", verdict=supported, passages=len(cited))
+            await self.step("useful", verdict=useful)
+        else:
+            supported = (await self.call("supported", self.agent.supported, **supported_inputs)).supported
+            self.verdicts = {"supported": supported, "useful": None}
+            await self.step("supported", verdict=supported, passages=len(cited))
+            if supported != "yes":
+                return False
+            useful = (await self.call("useful", self.agent.useful, **useful_inputs)).useful
+            self.verdicts["useful"] = useful
+            await self.step("useful", verdict=useful)
+        if supported == "yes" and useful == "yes":
             self.best = passages
             return True
         return False

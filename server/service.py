@@ -267,6 +267,8 @@ class DocfinderService:
                     grade_threshold=threshold if threshold is not None else float("-inf"),
                     max_passages=settings.max_passages,
                     llm_timeout_s=settings.llm_timeout_s,
+                    # llama.cpp on a CPU answers one call at a time; a server LLM (vLLM) batches them.
+                    concurrent_checks=settings.llm_api_base is not None,
                 ),
                 url_prefixes=settings.source_url_prefixes,
             )

@@ -53,6 +53,8 @@ class FakeLLMServer:
         self.delay_s = delay_s
         self.token_delay_s = token_delay_s
         self.streamed = 0  # replies sent as a stream (``"stream": true``)
+        self.in_flight = 0
+        self.most_in_flight = 0  # the most requests it was answering at one time
         self.unavailable = False
         self.requests = 0
         self._loop = asyncio.new_event_loop()
@@ -94,7 +96,15 @@ class FakeLLMServer:
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await self._reply(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _reply(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
         if self.unavailable:
             return web.json_response({"error": {"message": "model is loading"}}, status=503)

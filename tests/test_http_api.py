@@ -78,7 +78,7 @@ async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the
     """Against an OpenAI-compatible server that streams: the answer's text comes as ``token``
     events while it is written, then the checks, then the final answer (the same text)."""
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-    with FakeLLMServer(token_delay_s=0.001) as llm:
+    with FakeLLMServer(delay_s=0.2, token_delay_s=0.001) as llm:
         settings = load_settings(
             index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3", llm_api_base=llm.url
         )
@@ -89,12 +89,15 @@ async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the
             response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
             events = await read_events(response)
         assert llm.streamed == 1, "only the generate call streams"
+        assert llm.most_in_flight == 2, "on a server LLM the two checks are asked at once"
     kinds = [kind for kind, _ in events]
     tokens = [data for kind, data in events if kind == "token"]
     assert len(tokens) > 5 and {t["draft"] for t in tokens} == {1}
     steps = [data.get("step") for _, data in events]
     last_token = max(i for i, kind in enumerate(kinds) if kind == "token")
     assert steps.index("generate") > last_token and steps.index("supported") > last_token
+    calls = [data.get("llm_call") for kind, data in events if kind == "status" and data.get("llm_call")]
+    assert calls == ["understand", "generate", "supported", "useful"], "each call reported once, in order"
     assert kinds[-1] == "answer"
     final = events[-1][1]
     assert final["outcome"] == "answered" and "".join(t["text"] for t in tokens) == final["answer"]
