@@ -39,6 +39,7 @@ from pipeline.context import Passage, Retrieved
 from pipeline.errors import LLMUnavailableError
 from pipeline.quotes import choose_quotes
 from pipeline.streaming import AnswerToken, StreamedField
+from pipeline.text import analyze
 from programs.signatures import Generate, Supported, Transform, Understand, Useful
 
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
@@ -53,6 +54,7 @@ LLM_UNAVAILABLE = (
 )
 
 _CITATION = re.compile(r"\[(\d+)\]")
+MAX_APPENDED_MARKERS = 3  # citations added for an answer that declared its sources but cited none inline
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,16 +93,30 @@ def cited_passages(passages: Sequence[Passage], answer: str) -> list[Passage]:
     return chosen or list(passages)
 
 
-def with_citation_markers(answer: str, sources: Sequence[int], passages: int) -> str:
+def with_citation_markers(answer: str, sources: Sequence[int], passage_texts: Sequence[str]) -> str:
     """The answer with ``[n]`` markers appended for its declared sources when it has none inline.
 
     Small models often name their sources in the structured field but forget the inline
-    markers; the markers are what ties an answer to its citations.
+    markers; the markers are what ties an answer to its citations. A model that declares more
+    than ``MAX_APPENDED_MARKERS`` sources (often all of them) gets the ones whose words the
+    answer shares most (none that shares no word), so that a citation still points at what the
+    answer rests on.
     """
     if _CITATION.search(answer):
         return answer
-    numbers = sorted({n for n in sources if 1 <= n <= passages})
+    numbers = sorted({n for n in sources if 1 <= n <= len(passage_texts)})
+    if len(numbers) > MAX_APPENDED_MARKERS:
+        said = _content_words(answer)
+        shared = {n: len(said & _content_words(passage_texts[n - 1])) for n in numbers}
+        ranked = sorted(numbers, key=lambda n: (-shared[n], n))
+        numbers = sorted(
+            [n for n in ranked if shared[n]][:MAX_APPENDED_MARKERS] or ranked[:MAX_APPENDED_MARKERS]
+        )
     return answer.rstrip() + " " + "".join(f"[{n}]" for n in numbers) if numbers else answer
+
+
+def _content_words(text: str) -> set[str]:
+    return set(analyze(text))
 
 
 def citations_for(
@@ -349,7 +365,7 @@ class _Run:
             passages=number_passages(passages),
             glossary=self.agent.glossary,
         )
-        answer = with_citation_markers(reply.answer, reply.sources, len(passages))
+        answer = with_citation_markers(reply.answer, reply.sources, [p.text for p in passages])
         await self.step("generate", answer=answer, sources=reply.sources, passages=len(passages))
         return answer
 

@@ -268,9 +268,23 @@ def test_sparse_passages_replace_the_lowest_ranked_when_the_context_is_full():
 def test_declared_sources_become_inline_markers_when_the_answer_has_none():
     from programs.agent import with_citation_markers
 
-    assert with_citation_markers("Twice a year.", [2, 1, 9], passages=3) == "Twice a year. [1][2]"
-    assert with_citation_markers("Twice a year [2].", [1], passages=3) == "Twice a year [2]."
-    assert with_citation_markers("Twice a year.", [], passages=3) == "Twice a year."
+    texts = ["The cryostat is warmed up twice a year.", "Warm-ups take a day.", "Filters are cleaned."]
+    assert with_citation_markers("Twice a year.", [2, 1, 9], texts) == "Twice a year. [1][2]"
+    assert with_citation_markers("Twice a year [2].", [1], texts) == "Twice a year [2]."
+    assert with_citation_markers("Twice a year.", [], texts) == "Twice a year."
+
+
+def test_a_model_that_declares_every_source_gets_markers_for_those_its_answer_shares_words_with():
+    from programs.agent import MAX_APPENDED_MARKERS, with_citation_markers
+
+    texts = [f"Unrelated passage number {n} about parking rules." for n in range(1, 16)]
+    texts[6] = "Run docfinder ingest on a folder to add documents to a collection."
+    texts[11] = "Ingest again whenever documents change; unchanged files are skipped."
+    answer = "Use docfinder ingest on the folder; ingest again when documents change."
+    marked = with_citation_markers(answer, list(range(1, 16)), texts)
+    assert marked == f"{answer} [7][12]", "only the passages the answer shares words with"
+    texts[2] = "Documents in a collection are found by ingest; ingest a folder again after changes."
+    assert with_citation_markers(answer, list(range(1, 16)), texts).count("[") == MAX_APPENDED_MARKERS
 
 
 class SlowLM(dspy.BaseLM):
