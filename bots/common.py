@@ -24,7 +24,6 @@ NOT_ENABLED = (
 )
 THINKING = "Looking through the documentation…"
 WRITING = "_(writing… the sources come when it is checked)_"
-EDIT_INTERVAL_S = 1.0  # the answer being written is shown at most this often (chat APIs' edit limits)
 
 
 @dataclass(frozen=True, slots=True)

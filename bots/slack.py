@@ -27,7 +27,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.common import (
-    EDIT_INTERVAL_S,
     NOT_ENABLED,
     THINKING,
     WRITING,
@@ -38,7 +37,7 @@ from bots.common import (
 )
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
-from pipeline.streaming import AnswerToken
+from pipeline.streaming import DRAFT_INTERVAL_S, AnswerToken
 from pipeline.wording import error_message, status_text
 
 log = logging.getLogger(__name__)
@@ -200,7 +199,7 @@ class _SlackBot:
         async def on_token(token: AnswerToken) -> None:
             # The answer as it is written, at most one edit a second (Slack's rate limit for
             # chat.update is about one a second per channel); the checked answer replaces it.
-            if time.monotonic() - last_edit >= EDIT_INTERVAL_S:
+            if time.monotonic() - last_edit >= DRAFT_INTERVAL_S:
                 await show(f"{to_mrkdwn(token.answer_so_far)} {WRITING}")
 
         try:

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
+DRAFT_INTERVAL_S = 1.0  # the answer being written is shown at most this often (chat APIs' edit limits)
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 

@@ -106,17 +106,13 @@ def with_citation_markers(answer: str, sources: Sequence[int], passage_texts: Se
         return answer
     numbers = sorted({n for n in sources if 1 <= n <= len(passage_texts)})
     if len(numbers) > MAX_APPENDED_MARKERS:
-        said = _content_words(answer)
-        shared = {n: len(said & _content_words(passage_texts[n - 1])) for n in numbers}
+        said = set(analyze(answer))
+        shared = {n: len(said & set(analyze(passage_texts[n - 1]))) for n in numbers}
         ranked = sorted(numbers, key=lambda n: (-shared[n], n))
         numbers = sorted(
             [n for n in ranked if shared[n]][:MAX_APPENDED_MARKERS] or ranked[:MAX_APPENDED_MARKERS]
         )
     return answer.rstrip() + " " + "".join(f"[{n}]" for n in numbers) if numbers else answer
-
-
-def _content_words(text: str) -> set[str]:
-    return set(analyze(text))
 
 
 def citations_for(

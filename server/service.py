@@ -151,13 +151,7 @@ async def open_service(
     model or checks that the configured LLM server answers. ``embedder``, ``reranker`` and
     ``lm`` replace the configured ones (tests, benchmarks that share one model).
     """
-    service = DocfinderService(
-        settings,
-        embedder=embedder if embedder is not None else make_embedder(settings),
-        reranker=reranker,
-        lm=lm,
-        llm_history=llm_history,
-    )
+    service = DocfinderService(settings, embedder=embedder, reranker=reranker, lm=lm, llm_history=llm_history)
     async with service:
         if start_llm:
             await service.start_llm()
@@ -228,19 +222,17 @@ class DocfinderService:
         base = self.settings.llm_api_base
         if base is None:
             await self.language_model()
-            self.llm_state = "ready"
-            return
-        problem = await probe_llm_server(base, self.settings.llm_api_key.get_secret_value())
-        if problem is None:
-            self.llm_state = "ready"
-            return
-        self.llm_state = f"unreachable: {problem}"
-        log.error(
-            "the LLM server at %s does not answer (%s): questions get 'LLM unavailable' until it does "
-            "(setting llm_api_base)",
-            base,
-            problem,
-        )
+            problem = None
+        else:
+            problem = await probe_llm_server(base, self.settings.llm_api_key.get_secret_value())
+        self.llm_state = "ready" if problem is None else f"unreachable: {problem}"
+        if problem is not None:
+            log.error(
+                "the LLM server at %s does not answer (%s): questions get 'LLM unavailable' until it does "
+                "(setting llm_api_base)",
+                base,
+                problem,
+            )
 
     async def language_model(self) -> Any:
         """The LLM: the configured server, or the embedded llama.cpp server started on first use."""

@@ -18,15 +18,20 @@ ALLOWED = {
 }
 
 
-def imported_packages(path: Path) -> set[str]:
+def imported_modules(path: Path) -> set[str]:
+    """The dotted names of every module ``path`` imports (absolute imports)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names & OURS
+            names.add(node.module)
+    return names
+
+
+def imported_packages(path: Path) -> set[str]:
+    return {name.split(".")[0] for name in imported_modules(path)} & OURS
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
@@ -39,16 +44,9 @@ def test_each_package_imports_only_what_its_layer_allows(package):
     assert not offenders, offenders
 
 
-def imported_modules(path: Path) -> set[str]:
-    """The dotted names of the modules ``path`` imports from ``server`` (``server.doors.cli``, …)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
-    return {name for name in names if name.startswith("server.")}
+def server_modules(path: Path) -> set[str]:
+    """The modules of ``server`` that ``path`` imports (``server.doors.cli``, …)."""
+    return {name for name in imported_modules(path) if name.startswith("server.")}
 
 
 SERVER = REPO / "server"
@@ -85,7 +83,7 @@ def test_each_room_of_server_imports_only_what_it_may(room):
     paths = sorted(SERVER.glob("*.py")) if room == "top" else sorted((SERVER / room).glob("*.py"))
     offenders = {}
     for path in paths:
-        rooms = {room_of(m) for m in imported_modules(path)} - ROOM_ALLOWED[room]
+        rooms = {room_of(m) for m in server_modules(path)} - ROOM_ALLOWED[room]
         if rooms:
             offenders[str(path.relative_to(REPO))] = sorted(rooms)
     assert not offenders, offenders
@@ -96,7 +94,7 @@ def doors_reached_wrongly(paths: list[Path]) -> dict[str, list[str]]:
     offenders = {}
     for path in paths:
         door = path.stem
-        reached = {m.split(".")[2] for m in imported_modules(path) if room_of(m) == "doors"}
+        reached = {m.split(".")[2] for m in server_modules(path) if room_of(m) == "doors"}
         wrong = (reached & (DOORS | set(COMPOSERS))) - COMPOSERS.get(door, set()) - {door}
         if wrong:
             offenders[door] = sorted(wrong)

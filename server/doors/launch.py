@@ -58,17 +58,15 @@ def serve(door: Door, settings: Settings, host: str, port: int, insecure: bool =
         check_bind(host, bool(settings.teams_app_id), insecure, "the Teams bot (no teams_app_id)")
 
     async def application() -> web.Application:
-        resources = AsyncExitStack()
-        try:
-            service = await resources.enter_async_context(open_service(settings, start_llm=True))
+        # The stack closes the service if building the app fails; once built, the app owns it.
+        async with AsyncExitStack() as stack:
+            service = await stack.enter_async_context(open_service(settings, start_llm=True))
             if door == "http":
                 app = http_app(service, settings, host, authenticator)
             else:
                 app = web.Application()
                 (mount_slack if door == "slack" else mount_teams)(app, service, settings)
-        except BaseException:
-            await resources.aclose()
-            raise
+            resources = stack.pop_all()
 
         async def close(_: web.Application) -> None:
             await resources.aclose()

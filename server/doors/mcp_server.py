@@ -23,7 +23,7 @@ from pydantic import Field
 from pipeline.answers import FEEDBACK_LABELS, LOCAL_CALLER, Caller, Feedback
 from pipeline.errors import DocfinderError, TransientError
 from pipeline.retrieval import MAX_SEARCH_K
-from pipeline.streaming import AnswerToken
+from pipeline.streaming import DRAFT_INTERVAL_S, AnswerToken
 from pipeline.types import Chunk
 from pipeline.wording import describe_step
 from server.doors.asgi_mount import CALLER_STATE, asgi_handler
@@ -43,8 +43,7 @@ from server.doors.responses import (
 from server.service import DocfinderService, open_service
 from server.settings import Settings
 
-DRAFT_INTERVAL_S = 1.0  # the answer being written goes out at most this often as a progress message
-MAX_DRAFT_CHARS = 1000
+MAX_DRAFT_CHARS = 1000  # the end of a long answer being written, as a progress message
 
 INSTRUCTIONS = (
     "docfinder answers questions from the organisation's documentation with numbered citations, "
