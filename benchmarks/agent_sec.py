@@ -13,7 +13,6 @@ long run can be watched and its rows inspected.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import json
 import os
 import statistics
@@ -21,19 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.figures import figures, stated_figures
 from pipeline.streaming import AnswerToken
+from server.evaluation.answers import answer_row, evenly_spread
 from server.evaluation.context import load_questions
 from server.evaluation.retrieval import percentile
 from server.service import open_service, run_ingest
 from server.settings import Settings
-
-
-def evenly_spread(items: list[Any], count: int) -> list[Any]:
-    """``count`` of ``items`` at even steps through the list (all of them when ``count`` is larger)."""
-    if count >= len(items):
-        return list(items)
-    return [items[i * len(items) // count] for i in range(count)]
 
 
 def bench_agent(
@@ -69,7 +61,7 @@ def bench_agent(
         "dataset": str(dataset),
         "questions": len(rows),
         "llm": "injected" if lm is not None else settings.llm_api_base or "embedded",
-        "gold_document_cited_rate": round(sum(r["gold_cited"] for r in rows) / len(rows), 4),
+        "gold_document_cited_rate": round(sum(r["gold_document_cited"] for r in rows) / len(rows), 4),
         "answer_figure_recall": recall("figures_found"),
         "answer_text_figure_recall": recall("figures_in_text"),
         "evidence_figure_recall": recall("figures_in_evidence"),
@@ -113,28 +105,11 @@ async def _ask_all(settings: Settings, questions: list, lm: Any, rows_file: Path
                     first.append(time.perf_counter() - started)
 
             result = await service.ask(question.text, on_status=on_status, on_token=on_token)
-            agent = result.agent
-            gold = figures(question.answer)
-            quoted = set().union(*(figures(f"{q.context}\n{q.text}") for q in agent.evidence))
-            in_text = stated_figures(gold, figures(agent.answer))
-            row = {
-                "question": question.text,
-                "seconds": time.perf_counter() - started,
-                "first_status_s": first[0] if first else None,
-                "first_token_s": first_token[0] if first_token else None,
-                "outcome": agent.outcome,
-                "llm_calls": sum("llm_call" in e for e in agent.trace),
-                "gold_cited": any(
-                    fnmatch.fnmatch(Path(c.source).name, question.gold_docs) for c in agent.citations
-                ),
-                "gold_figures": len(gold),
-                "figures_in_text": len(in_text),
-                "figures_in_evidence": len(stated_figures(gold, quoted)),
-                "figures_found": len(in_text | stated_figures(gold, quoted)),
-                "answer": agent.answer,
-                "evidence": [q.readable() for q in agent.evidence],
-                "steps": [e["step"] for e in agent.trace],
-            }
+            row = answer_row(question, result.agent, time.perf_counter() - started)
+            del row["context"]
+            row["first_status_s"] = first[0] if first else None
+            row["first_token_s"] = first_token[0] if first_token else None
+            row["steps"] = [e["step"] for e in result.agent.trace]
             rows.append(row)
             with rows_file.open("a") as out:
                 out.write(json.dumps(row) + "\n")

@@ -104,6 +104,9 @@ class AgentAnswer:
     domain: str | None
     trace: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[Quote] = field(default_factory=list)
+    # The numbered passages the answer was written from (``context[n-1]`` is ``[n]``), each as
+    # its label and text: what a judge reads. Kept in the process, not sent to clients.
+    context: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -312,6 +312,7 @@ class _Run:
             self.domain,
             self.trace,
             quotes_for(passages, answer, prefixes),
+            [f"{p.label()}\n{p.text}" for p in passages],
         )
 
     async def answer(

@@ -59,6 +59,7 @@ from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
 from pipeline.retrieval import MAX_SEARCH_K, SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import Chunk, SearchHit
+from programs.saved import ProgramInfo, load_program
 from server.models.factories import (
     context_config,
     evidence_config,
@@ -77,7 +78,7 @@ from server.stores.database import Database, open_database
 from server.stores.feedback import FeedbackStore, validate_feedback
 
 if TYPE_CHECKING:
-    from programs.agent import AnswerAgent
+    from programs.agent import AnswerAgent, Retriever
 
 log = logging.getLogger(__name__)
 
@@ -193,12 +194,15 @@ class DocfinderService:
         self._agent: AnswerAgent | None = None
         self._searches = WorkPool(settings.max_concurrent_searches, settings.search_queue, "search")
         self.llm_state = "not started"  # "ready", or "unreachable: …" once start_llm has looked
+        self.program = ProgramInfo()  # the answering program; a compiled one is loaded with the agent
 
     async def __aenter__(self) -> DocfinderService:
         def load() -> None:
             _ = self.conversations, self.feedback  # open the stores first: a bad database fails fast
             self._current_snapshot()
             self.embedder.embed_query("warm-up")  # load the model now, not on the first request
+            if self.settings.program_path is not None:
+                _ = self.agent  # a compiled program that does not load fails at start
 
         await asyncio.to_thread(load)
         return self
@@ -264,6 +268,8 @@ class DocfinderService:
                 ),
                 url_prefixes=settings.source_url_prefixes,
             )
+            if settings.program_path is not None:
+                self.program = load_program(self._agent, settings.program_path)
         return self._agent
 
     @property
@@ -355,11 +361,47 @@ class DocfinderService:
         return _Admitted(question, conversation_id, collections, history, snapshot)
 
     async def _run(
-        self, admitted: _Admitted, status: StatusSink, on_token: TokenSink | None, started: float
+        self,
+        admitted: _Admitted,
+        status: StatusSink | None,
+        on_token: TokenSink | None,
+        started: float,
+        agent: AnswerAgent | None = None,
+        trace: list[Any] | None = None,
     ) -> AgentAnswer:
-        """The agent on an admitted question; at most ``max_concurrent_asks`` run at once."""
-        snapshot, collections = admitted.snapshot, admitted.collections
+        """``agent`` (the live program by default) on an admitted question; at most
+        ``max_concurrent_asks`` run at once. ``trace`` collects DSPy's trace of the predictions
+        (an optimiser's bootstrap reads it); by default none is kept."""
+        snapshot = admitted.snapshot
         sparse_available = any(len(c.sparse.rows) for c in snapshot.collections.values())
+        retrieve = self._retriever(snapshot, admitted.collections)
+
+        import dspy
+
+        lm = await self.language_model()
+        if self._ask_slots.locked() and status is not None:
+            await status({"step": "queued", "t": round(time.perf_counter() - started, 3)})
+        # Admission control: beyond this many questions at once, the rest wait here, so that the
+        # LLM timeout measures the LLM, not a queue inside docfinder.
+        async with self._ask_slots:
+            # DSPy also keeps a trace of every prediction (10,000 by default) for its optimisers.
+            if trace is None and self.llm_history:
+                trace = []
+            with dspy.context(
+                lm=lm, adapter=self._adapter, disable_history=not self.llm_history, trace=trace
+            ):
+                return await (agent or self.agent).acall(
+                    admitted.question,
+                    retrieve,
+                    history=admitted.history,
+                    on_status=status,
+                    sparse_available=sparse_available,
+                    on_token=on_token,
+                )
+
+    def _retriever(self, snapshot: IndexSnapshot, collections: list[str] | None) -> Retriever:
+        """The agent's retrieval for one question: hybrid search with the agent's context, on one
+        pinned index version, keeping the documents the question named for rewritten queries."""
         agent_context = context_config(self.settings, budget_tokens=self.settings.agent_context_tokens)
         question_scope: list[DocumentScope] = []
 
@@ -380,27 +422,21 @@ class DocfinderService:
                 question_scope.append(result.scope)
             return self.passages_of(result, snapshot)
 
-        import dspy
+        return retrieve
 
-        lm = await self.language_model()
-        if self._ask_slots.locked():
-            await status({"step": "queued", "t": round(time.perf_counter() - started, 3)})
-        # Admission control: beyond this many questions at once, the rest wait here, so that the
-        # LLM timeout measures the LLM, not a queue inside docfinder.
-        async with self._ask_slots:
-            # DSPy also keeps a trace of every prediction (10,000 by default) for its optimisers.
-            keep = self.llm_history
-            with dspy.context(
-                lm=lm, adapter=self._adapter, disable_history=not keep, trace=[] if keep else None
-            ):
-                return await self.agent.acall(
-                    admitted.question,
-                    retrieve,
-                    history=admitted.history,
-                    on_status=status,
-                    sparse_available=sparse_available,
-                    on_token=on_token,
-                )
+    async def run_candidate(
+        self, agent: AnswerAgent, question: str, trace: list[Any] | None = None
+    ) -> AgentAnswer:
+        """A candidate program (not the live one) on ``question`` over the live index, outside any
+        conversation and unrecorded: what evaluation and optimisation compare programs by."""
+        question = self.check_question(question)
+        snapshot = await asyncio.to_thread(self._current_snapshot)
+        admitted = _Admitted(question, "", None, [], snapshot)
+        return await self._run(admitted, None, None, time.perf_counter(), agent=agent, trace=trace)
+
+    async def dspy_settings(self) -> dict[str, Any]:
+        """The LM and adapter a DSPy call on the configured LLM needs (starting the LLM if embedded)."""
+        return {"lm": await self.language_model(), "adapter": self._adapter}
 
     async def _record(self, question: str, result: AskResult, seconds: float) -> None:
         """Keep the exchange in its conversation (committed), count it and log it."""
@@ -690,6 +726,7 @@ class DocfinderService:
             "live_version": live_version_id(self.settings.index_dir),
             "searches_waiting": self._searches.pending,
             "llm": self.llm_state,
+            "program": self.program.name,
         }
 
     async def index_info(self, documents: bool = False) -> dict[str, Any]:
@@ -722,6 +759,7 @@ class DocfinderService:
             "embedder": manifest["embedder"],
             "chunking": manifest["chunking"],
             "bm25": manifest["bm25"],
+            "program": self.program.summary(),
             **manifest["counts"],
             **(listing if documents else {}),
         }

@@ -309,6 +309,11 @@ class Settings(BaseSettings):
     agent_grade_threshold: float | None = Field(
         None, description="Passages scoring below this are dropped before generation; unset keeps all."
     )
+    program_path: Path | None = Field(
+        None,
+        description="A compiled answering program (JSON from `docfinder optimize`): its demos and "
+        "instructions replace the built-in ones; unset: the built-in program.",
+    )
     conversations_path: Path = Field(
         Path(".docfinder/conversations.sqlite3"), description="SQLite file of conversation history."
     )

@@ -3,7 +3,8 @@
 It reads which fields the reply must have from the request's JSON schema (docfinder's
 adapter always sends one) and fills them from the prompt: the domain ``general``, the
 question itself as a rephrasing, an answer that quotes the first passage and cites it as
-[1], and ``yes`` for both checks. Same prompt, same reply, whichever process asks. It runs
+[1], and ``yes`` for both checks. As an answer judge it gives one verdict per numbered item
+by word overlap (:func:`judge_verdicts`). Same prompt, same reply, whichever process asks. It runs
 in its own thread, so subprocesses (the CLI, an MCP stdio server) can use it too; it can be
 told to answer slowly or to refuse with 503s, and streams its reply when asked to.
 """
@@ -41,16 +42,88 @@ def reply_fields(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
             reply[name] = [1] if first else []
         elif name in {"supported", "useful"}:
             reply[name] = "yes"
+        elif name == "verdicts":
+            reply[name] = judge_verdicts(inputs)
         else:
             reply[name] = f"A {name} for the test."
     return reply
 
 
+_TERM = re.compile(r"\d[\d,.]*\d|\d|[a-z]{4,}")
+_STOPWORDS = {
+    "were",
+    "with",
+    "that",
+    "this",
+    "from",
+    "have",
+    "been",
+    "which",
+    "their",
+    "they",
+    "than",
+    "what",
+}
+
+
+def _terms(text: str) -> set[str]:
+    """Numbers and words of four letters or more, lower-cased, without common filler words."""
+    return {t.rstrip(".,") for t in _TERM.findall(text.lower())} - _STOPWORDS
+
+
+def _numbered_lines(text: str) -> list[str]:
+    return re.findall(r"(?m)^\d+\. (.*)$", text)
+
+
+def _passages(text: str) -> dict[int, str]:
+    """``[n] ...`` blocks by their number."""
+    return {int(n): body for n, body in re.findall(r"(?ms)^\[(\d+)\] (.*?)(?=^\[\d+\] |\Z)", text)}
+
+
+def judge_verdicts(inputs: dict[str, str]) -> list[str]:
+    """The deterministic judge: which signature is asked is told by its input fields.
+
+    - statements (against a context): yes when every term of the statement is in the context;
+    - citations: yes when every term of the statement is in the passage it cites;
+    - passages useful for a reference answer: yes when the passage shares a number, or two
+      words, with the reference;
+    - items relevant to a question: yes when the item shares a word with the question.
+    """
+
+    def verdict(ok: bool) -> str:
+        return "yes" if ok else "no"
+
+    if "statements" in inputs:
+        context = _terms(inputs.get("context", ""))
+        return [verdict(_terms(s) <= context) for s in _numbered_lines(inputs["statements"])]
+    if "citations" in inputs:
+        passages = _passages(inputs.get("passages", ""))
+        lines = [
+            re.fullmatch(r"(.*) — cites \[(\d+)\]", line) for line in _numbered_lines(inputs["citations"])
+        ]
+        return [verdict(m is not None and _terms(m[1]) <= _terms(passages.get(int(m[2]), ""))) for m in lines]
+    if "reference_answer" in inputs:
+        reference = _terms(inputs["reference_answer"])
+        numbers = {t for t in reference if t[0].isdigit()}
+        return [
+            verdict(bool(_terms(p) & numbers) or len(_terms(p) & reference) >= 2)
+            for p in _passages(inputs.get("passages", "")).values()
+        ]
+    items = inputs.get("items", "")
+    listed = list(_passages(items).values()) or _numbered_lines(items)
+    question = _terms(inputs.get("question", ""))
+    return [verdict(bool(_terms(item) & question)) for item in listed]
+
+
 class FakeLLMServer:
     """``with FakeLLMServer() as llm:`` then point ``llm_api_base`` at ``llm.url``."""
 
-    def __init__(self, delay_s: float = 0.0, token_delay_s: float = 0.0) -> None:
+    def __init__(
+        self, delay_s: float = 0.0, token_delay_s: float = 0.0, short_verdicts: bool = False
+    ) -> None:
         self.delay_s = delay_s
+        self.short_verdicts = short_verdicts  # a judge that gives one verdict too few
+        self.prompts: list[str] = []  # every user prompt received, in order
         self.token_delay_s = token_delay_s
         self.streamed = 0  # replies sent as a stream (``"stream": true``)
         self.in_flight = 0
@@ -113,7 +186,11 @@ class FakeLLMServer:
             await asyncio.sleep(self.delay_s)
         schema = _schema(body.get("response_format") or {})
         prompt = body["messages"][-1]["content"]
-        content = json.dumps(reply_fields(schema, prompt))
+        self.prompts.append(prompt)
+        fields = reply_fields(schema, prompt)
+        if self.short_verdicts and fields.get("verdicts"):
+            fields["verdicts"] = fields["verdicts"][:-1]
+        content = json.dumps(fields)
         if body.get("stream"):
             return await self._stream(request, body, content, len(prompt) // 4)
         return web.json_response(

@@ -27,6 +27,7 @@ from pipeline.wording import describe_step, status_text
 from server.doors.cli_output import (
     RichIngestProgress,
     print_answer,
+    print_answers_summary,
     print_context,
     print_context_report,
     print_eval_report,
@@ -175,12 +176,51 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache", type=Path, default=Path(".docfinder/eval"), help="where the index is cached"
     )
     context.add_argument("--json", action="store_true", help="print the full report as JSON")
+    answers = evaluate.add_parser(
+        "answers", help="the agent's answers judged: COS-Mix's five metrics, citations, gold figures"
+    )
+    answers.add_argument("--dataset", type=Path, required=True, help="folder with docs/ and the question CSV")
+    answers.add_argument("--questions", default="qna_dev.csv", help="question CSV inside the dataset folder")
+    answers.add_argument("--limit", type=int, default=0, help="N questions spread evenly over the file")
+    answers.add_argument("--answers", type=Path, help="judge the rows of an earlier run instead of answering")
+    answers.add_argument("--judge-api-base", help="OpenAI-compatible judge endpoint (default: the LLM)")
+    answers.add_argument("--judge-model", help="the judge endpoint's model (default: setting llm_model)")
+    answers.add_argument(
+        "--rows", type=Path, default=Path("bench-results/eval_answers.jsonl"), help="per-question JSONL"
+    )
+    answers.add_argument("--report", type=Path, help="folder for a report with charts")
+    answers.add_argument("--format", choices=("md", "html"), default="md", help="the report's format")
+    answers.add_argument(
+        "--simulate-feedback",
+        type=Path,
+        help="also write feedback items rated by the gold measures (for trying `docfinder optimize`)",
+    )
+    answers.add_argument(
+        "--cache", type=Path, default=Path(".docfinder/eval"), help="where the index is cached"
+    )
+    answers.add_argument("--json", action="store_true", help="print the summary as JSON")
     replay = evaluate.add_parser(
         "feedback", help="do good answers' sources still rank in the top k? (an exported feedback set)"
     )
     replay.add_argument("--items", type=Path, required=True, help="JSONL from `docfinder feedback export`")
     replay.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
     replay.add_argument("--k", type=int, default=10)
+
+    optimize = commands.add_parser(
+        "optimize", help="compile a better answering program from rated answers (DSPy)"
+    )
+    optimize.add_argument(
+        "--feedback", type=Path, required=True, help="JSONL from `docfinder feedback export`"
+    )
+    optimize.add_argument("--questions", type=Path, help="question CSV whose gold answers are references")
+    optimize.add_argument("--out", type=Path, required=True, help="the program file to write (JSON)")
+    optimize.add_argument("--optimizer", choices=("bootstrap", "mipro"), default="bootstrap")
+    optimize.add_argument("--demos", type=int, default=1, help="demos per signature (each lengthens prompts)")
+    optimize.add_argument("--validation-share", type=float, default=0.3)
+    optimize.add_argument("--seed", type=int, default=0)
+    optimize.add_argument("--judge-api-base", help="OpenAI-compatible judge endpoint (default: the LLM)")
+    optimize.add_argument("--judge-model", help="the judge endpoint's model (default: setting llm_model)")
+    optimize.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
 
     feedback = commands.add_parser("feedback", help="what people said about answers").add_subparsers(
         dest="feedback_command", required=True
@@ -238,6 +278,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_eval_feedback(args, settings))
     if args.command == "eval" and args.eval_command == "context":
         return _eval_context(args, settings)
+    if args.command == "eval" and args.eval_command == "answers":
+        return _eval_answers(args, settings)
+    if args.command == "optimize":
+        return asyncio.run(_optimize(args, settings))
     if args.command == "eval":
         return _eval_retrieval(args, settings)
     return asyncio.run(_index_info(args, settings))
@@ -332,6 +376,76 @@ def _eval_context(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(report, indent=2))
     else:
         print_context_report(Console(), report)
+    return 0
+
+
+def _eval_answers(args: argparse.Namespace, settings: Settings) -> int:
+    from server.evaluation.answers import evaluate_answers, simulated_feedback
+    from server.evaluation.answers_report import write_answers_report
+
+    rows: list[dict[str, Any]] = []
+
+    def progress(row: dict[str, Any]) -> None:
+        rows.append(row)
+        scores = ", ".join(f"{k} {v:.2f}" for k, v in row["scores"].items() if v is not None)
+        err.print(f"[{len(rows)}] {row['outcome']} in {row.get('seconds') or 0:.0f} s; {escape(scores)}")
+
+    summary = evaluate_answers(
+        args.dataset,
+        settings,
+        questions_file=args.questions,
+        limit=args.limit,
+        answers_file=args.answers,
+        judge_api_base=args.judge_api_base,
+        judge_model=args.judge_model,
+        rows_path=args.rows,
+        cache_dir=args.cache,
+        on_row=progress,
+    )
+    if args.report is not None:
+        err.print(f"report: {write_answers_report(summary, rows, args.report, args.format)}")
+    if args.simulate_feedback is not None:
+        items = simulated_feedback(rows, settings.source_url_prefixes)
+        args.simulate_feedback.parent.mkdir(parents=True, exist_ok=True)
+        args.simulate_feedback.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+        err.print(f"{len(items)} simulated feedback items: {args.simulate_feedback}")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print_answers_summary(Console(), summary)
+    return 0
+
+
+async def _optimize(args: argparse.Namespace, settings: Settings) -> int:
+    from server.evaluation.context import load_questions
+    from server.evaluation.optimize import optimize_program
+    from server.models.llm import judge_lm_settings
+    from server.service import open_service
+
+    questions = load_questions(args.questions) if args.questions else []
+    async with open_service(settings, start_llm=True) as service:
+        judged_by = (
+            judge_lm_settings(settings, args.judge_api_base, args.judge_model)
+            if args.judge_api_base
+            else await service.dspy_settings()
+        )
+        with err.status("optimising: answering the validation questions, then compiling"):
+            report = await optimize_program(
+                service,
+                args.feedback,
+                args.out,
+                judged_by=judged_by,
+                questions=questions,
+                questions_path=args.questions,
+                optimizer=args.optimizer,
+                demos=args.demos,
+                validation_share=args.validation_share,
+                seed=args.seed,
+            )
+    print(json.dumps(report, indent=2))
+    if not report["saved"]:
+        err.print(f"[yellow]not saved:[/] {report['reason']}")
+        return EXIT_ERROR
     return 0
 
 

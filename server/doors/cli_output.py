@@ -87,6 +87,13 @@ def print_index_info(console: Console, info: dict[str, Any]) -> None:
         f"embedder {info['embedder']['name']} ({info['embedder']['dimensions']} dims)"
     )
     console.print(f"{info['documents']} documents, {info['pages']} pages, {info['chunks']} chunks")
+    program = info["program"]
+    scores = (
+        f" (validation score {program['score_before']} → {program['score_after']})"
+        if "score_after" in program
+        else ""
+    )
+    console.print(f"answering program: {escape(program['name'])}{scores}")
     table = Table("collection", "documents", "chunks", "evidence units")
     for name, counts in info["collections"].items():
         table.add_row(
@@ -176,6 +183,25 @@ def print_context_report(console: Console, report: dict[str, Any]) -> None:
             f"{run['select_ms_p50']:.0f}",
         )
     console.print(table)
+
+
+def print_answers_summary(console: Console, summary: dict[str, Any]) -> None:
+    """Each answer metric's mean and how many answers it scored, then outcomes and latency."""
+    console.print(
+        f"[bold]{escape(summary['dataset'])}[/] {summary['questions']} questions; judge: "
+        f"{escape(summary['judge'])}; rows: {escape(summary['rows'])}"
+    )
+    table = Table("metric", "mean", "answers scored")
+    for metric, value in summary["metrics"].items():
+        mean = f"{value['mean']:.3f}" if value["mean"] is not None else "n/a"
+        table.add_row(metric, mean, str(value["scored"]))
+    console.print(table)
+    outcomes = ", ".join(f"{o} {n}" for o, n in summary["outcomes"].items())
+    latency = summary["latency_s"]
+    console.print(
+        f"outcomes: {outcomes}; latency p50 {latency['p50']} s, p95 {latency['p95']} s; "
+        f"judge errors: {summary['judge_errors']}"
+    )
 
 
 def print_answer(console: Console, result: AskResult, trace: bool = False) -> None:

@@ -148,6 +148,7 @@ class HealthOut(_Reply):
     live_version: str | None = Field(description="the version live on disk (served from the next search on)")
     searches_waiting: int
     llm: str = Field(description="'ready', 'not started' or 'unreachable: …'")
+    program: str = Field(description="the answering program: 'built-in' or a compiled program's name")
 
 
 class ErrorOut(_Reply):

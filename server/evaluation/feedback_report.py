@@ -9,7 +9,6 @@ people judged good.
 
 from __future__ import annotations
 
-import html
 import json
 import statistics
 from collections import Counter, defaultdict
@@ -20,6 +19,7 @@ from typing import Any
 
 from pipeline.answers import FEEDBACK_LABELS, FeedbackRecord
 from pipeline.errors import InvalidRequestError
+from server.evaluation.report_format import markdown_to_html, pyplot, save_chart, table_cell
 
 # Judgements that make an answer's sources gold for its question.
 GOOD_LABELS = {"Perfect answer, accurate", "Correct, but too verbose"}
@@ -91,41 +91,28 @@ def _grouped(records: Iterable[FeedbackRecord], keys) -> dict[str, dict[str, Any
 
 def render_charts(summary: FeedbackSummary, out_dir: Path) -> list[Path]:
     """PNG charts: the rating distribution, the label counts, the mean rating by domain."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display here, and never one on a server
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     charts = []
 
     figure, axes = plt.subplots(figsize=(5, 3))
     axes.bar([str(n) for n in summary.ratings], list(summary.ratings.values()), color="#4477aa")
     axes.set(title="Ratings", xlabel="rating (1 = bad, 5 = perfect)", ylabel="answers")
-    charts.append(_save(figure, out_dir / "ratings.png"))
+    charts.append(save_chart(figure, out_dir / "ratings.png"))
 
     figure, axes = plt.subplots(figsize=(7, 3.5))
     labels = list(reversed(list(summary.labels)))
     axes.barh(labels, [summary.labels[label] for label in labels], color="#aa7744")
     axes.set(title="What people said", xlabel="judgements")
-    charts.append(_save(figure, out_dir / "labels.png"))
+    charts.append(save_chart(figure, out_dir / "labels.png"))
 
     figure, axes = plt.subplots(figsize=(6, 3))
     domains = [d for d, v in summary.by_domain.items() if v["mean_rating"] is not None]
     axes.bar(domains, [summary.by_domain[d]["mean_rating"] for d in domains], color="#44aa77")
     axes.set(title="Mean rating by domain", ylabel="mean rating", ylim=(0, 5))
     axes.tick_params(axis="x", labelrotation=30)
-    charts.append(_save(figure, out_dir / "by_domain.png"))
+    charts.append(save_chart(figure, out_dir / "by_domain.png"))
     return charts
-
-
-def _save(figure: Any, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
 
 
 def render_report(summary: FeedbackSummary, charts: Sequence[Path], fmt: str) -> str:
@@ -159,14 +146,15 @@ def render_report(summary: FeedbackSummary, charts: Sequence[Path], fmt: str) ->
         "| question | mean rating | judgements | labels |",
         "| --- | --- | --- | --- |",
         *[
-            f"| {_cell(w['question'])} | {w['mean_rating'] if w['mean_rating'] is not None else 'n/a'} | "
-            f"{w['judgements']} | {_cell(', '.join(f'{k} ×{v}' for k, v in w['labels'].items()))} |"
+            f"| {table_cell(w['question'])} | "
+            f"{w['mean_rating'] if w['mean_rating'] is not None else 'n/a'} | "
+            f"{w['judgements']} | {table_cell(', '.join(f'{k} ×{v}' for k, v in w['labels'].items()))} |"
             for w in summary.worst_questions
         ],
         "",
     ]
     markdown = "\n".join(lines)
-    return markdown if fmt == "md" else _markdown_to_html(lines)
+    return markdown if fmt == "md" else markdown_to_html(lines, "docfinder feedback")
 
 
 def _group_table(name: str, groups: dict[str, dict[str, Any]]) -> list[str]:
@@ -178,49 +166,8 @@ def _group_table(name: str, groups: dict[str, dict[str, Any]]) -> list[str]:
     ]
     for key, value in groups.items():
         mean = value["mean_rating"] if value["mean_rating"] is not None else "n/a"
-        rows.append(f"| {_cell(key)} | {value['records']} | {mean} |")
+        rows.append(f"| {table_cell(key)} | {value['records']} | {mean} |")
     return [*rows, ""]
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _markdown_to_html(lines: list[str]) -> str:
-    """The report's own small Markdown subset (headings, images, pipe tables) as HTML."""
-    body: list[str] = []
-    table: list[list[str]] = []
-
-    def flush() -> None:
-        if table:
-            head, *rows = table
-            body.append("<table><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr>")
-            body.extend("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-            body.append("</table>")
-            table.clear()
-
-    for line in lines:
-        if line.startswith("|"):
-            cells = [html.escape(c.strip().replace("\\|", "|")) for c in line.strip("|").split(" | ")]
-            if not all(set(c) <= {"-"} for c in cells):
-                table.append(cells)
-            continue
-        flush()
-        if line.startswith("## "):
-            body.append(f"<h2>{html.escape(line[3:])}</h2>")
-        elif line.startswith("# "):
-            body.append(f"<h1>{html.escape(line[2:])}</h1>")
-        elif line.startswith("!["):
-            alt, src = line[2:-1].split("](")
-            body.append(f'<img alt="{html.escape(alt)}" src="{html.escape(src)}">')
-        elif line:
-            body.append(f"<p>{html.escape(line)}</p>")
-    flush()
-    head = (
-        "<meta charset='utf-8'><title>docfinder feedback</title><style>body{font-family:sans-serif;"
-        "max-width:60em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
-    )
-    return f"<!doctype html><html><head>{head}</head><body>{''.join(body)}</body></html>\n"
 
 
 def export_items(records: Sequence[FeedbackRecord], out: Path) -> int:

@@ -40,6 +40,12 @@ def make_lm(settings: Settings, api_base: str | None = None) -> Any:
     )
 
 
+def judge_lm_settings(settings: Settings, api_base: str, model: str | None = None) -> dict[str, Any]:
+    """The ``dspy.context`` settings (LM and adapter) of a judge at another OpenAI-compatible endpoint."""
+    judge = settings.model_copy(update={"llm_api_base": api_base, "llm_model": model or settings.llm_model})
+    return {"lm": make_lm(judge), "adapter": make_adapter(judge)}
+
+
 @asynccontextmanager
 async def open_lm(settings: Settings) -> AsyncIterator[Any]:
     """The LLM for a session: the configured server, or the embedded one started here and stopped on exit."""

@@ -1,0 +1,189 @@
+"""`docfinder optimize`: feedback in, a compiled program out (or none), and the service answering with it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+
+from index_build.builder import ingest
+from pipeline.answers import AgentAnswer, Citation, Feedback
+from pipeline.errors import ConfigurationError, InvalidRequestError
+from programs.agent import AnswerAgent
+from programs.saved import load_program, save_program
+from server.evaluation.context import Question
+from server.evaluation.feedback_report import export_items
+from server.evaluation.optimize import (
+    FeedbackExample,
+    answer_score,
+    feedback_examples,
+    optimize_program,
+    split_examples,
+    why_not_save,
+)
+from server.service import open_service
+from server.settings import load_settings
+from tests.fake_llm import FakeLLMServer
+from tests.samples import write_sample_corpus
+from tests.test_ask import FIRST
+
+
+def item(question: str, rating: int | None, answer: str = "an answer", label: str | None = None) -> dict:
+    return {
+        "question": question,
+        "answer": answer,
+        "rating": rating,
+        "label": label,
+        "sources": ["file:///a.pdf#page=2"],
+    }
+
+
+def test_feedback_becomes_positive_and_negative_examples_with_gold_references():
+    items = [
+        item("q1", 5),
+        item("q1", 2),  # as many good as bad: still a positive example
+        item("q2", 1, answer="Revenue was 12 [1]."),
+        item("q3", None, label="Perfect answer, accurate"),
+        item("q4", None),  # nobody judged it
+    ]
+    gold = [Question("q3", "3 *.pdf", "It was $1,234 million.")]
+    examples = {e.question: e for e in feedback_examples(items, gold)}
+    assert set(examples) == {"q1", "q2", "q3"}
+    assert examples["q1"].positive and examples["q1"].reference_sources == ("file:///a.pdf",)
+    assert not examples["q2"].positive and examples["q2"].rejected == "Revenue was 12 [1]."
+    assert examples["q3"].reference == "It was $1,234 million." and examples["q3"].gold_docs == "3 *.pdf"
+
+
+def test_the_split_is_seeded_keeps_negatives_out_of_training_and_refuses_too_little():
+    examples = [FeedbackExample(f"good {n}", reference="x") for n in range(7)]
+    examples += [FeedbackExample(f"bad {n}", rejected="y") for n in range(4)]
+    train, validation = split_examples(examples, 0.3, seed=1)
+    assert (train, validation) == split_examples(examples, 0.3, seed=1)
+    assert split_examples(examples, 0.3, seed=2) != (train, validation)
+    assert len(train) == 5 and all(e.positive for e in train)
+    assert sum(not e.positive for e in validation) == 4 and len(validation) == 6
+    with pytest.raises(InvalidRequestError, match="at least two"):
+        split_examples([FeedbackExample("only", reference="x")], 0.3, seed=0)
+
+
+def answered(text: str, source: str = "/docs/2023 Q1 AAPL.pdf", outcome: str = "answered") -> AgentAnswer:
+    citation = Citation(1, "t", source, (2, 2), ("h",), "c1", "")
+    return AgentAnswer(text, outcome, [citation], {}, "q", None)
+
+
+def test_an_answer_scores_by_gold_figures_gold_documents_and_faithfulness():
+    example = FeedbackExample("q", reference="Sales were $81,797 million.", gold_docs="2023 Q1 AAPL.pdf")
+    assert answer_score(example, answered("Sales were $81,797 million [1]."), 1.0, {}) == 1.0
+    assert answer_score(example, answered("Sales were $90,000 million [1]."), 1.0, {}) == pytest.approx(2 / 3)
+    wrong_document = answered("Sales were $81,797 million [1].", source="/docs/2023 Q1 MSFT.pdf")
+    assert answer_score(example, wrong_document, 0.5, {}) == pytest.approx(0.5)
+    assert answer_score(example, answered("x", outcome="unverified"), None, {}) == 0.0
+    rejected = FeedbackExample("q", rejected="Revenue was 12 million dollars [1].")
+    assert answer_score(rejected, answered("Revenue was 12 million dollars [1]."), 1.0, {}) == 0.0
+    assert answer_score(rejected, answered("Net sales were $81,797 million [1]."), 1.0, {}) == 1.0
+
+
+def test_a_program_is_saved_only_when_it_learnt_something_and_does_not_score_lower():
+    assert why_not_save(0.5, 0.6, 2, "bootstrap") is None
+    assert why_not_save(0.5, 0.5, 1, "bootstrap") is None
+    assert "below" in why_not_save(0.5, 0.4, 2, "bootstrap")
+    assert "no training run" in why_not_save(0.5, 0.9, 0, "bootstrap")
+
+
+QUESTIONS = [
+    "How many channels does the spectrometer support?",
+    "When is the proposal deadline?",
+    "How many co-investigators may a proposal name?",
+    "When are calibrated data delivered?",
+    "How often is the cryostat warmed up?",
+]
+
+
+@pytest.fixture
+def index(tmp_path, embedder):
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    return tmp_path / "index"
+
+
+async def rated_feedback(service, path):
+    """Answers rated as people would in Slack (the last one badly), exported as an admin would."""
+    for number, question in enumerate(QUESTIONS):
+        result = await service.ask(question)
+        rating = 2 if number == len(QUESTIONS) - 1 else 5
+        await service.record_feedback(Feedback(result.answer_id, "slack", user="U1", rating=rating))
+    export_items(service.feedback.records(), path)
+
+
+def test_optimize_compiles_saves_and_reloads_a_program_from_exported_feedback(tmp_path, index, embedder):
+    feedback, out = tmp_path / "feedback.jsonl", tmp_path / "programs" / "handbook.json"
+
+    async def scenario():
+        with FakeLLMServer() as server:
+            settings = load_settings(index_dir=index, llm_api_base=server.url, llm_model="fake")
+            async with open_service(settings, embedder=embedder) as service:
+                await rated_feedback(service, feedback)
+                return await optimize_program(
+                    service, feedback, out, judged_by=await service.dspy_settings(), seed=3
+                )
+
+    report = asyncio.run(scenario())
+    assert report["examples"] == {"train": 3, "validation": 2, "validation_negatives": 1}
+    assert report["saved"] and report["reloaded"] and report["demos_learnt"] >= 1
+    assert 0 <= report["validation_before"]["score"] <= report["validation_after"]["score"] <= 1
+    saved = json.loads(out.read_text())
+    assert saved["metadata"]["optimizer"] == "bootstrap" and len(saved["metadata"]["data_sha256"]) == 64
+    assert saved["metadata"]["score_after"] == report["validation_after"]["score"]
+    demos = [d for state in saved["state"].values() for d in state["demos"]]
+    assert any(d.get("question") in QUESTIONS[:-1] for d in demos)  # learnt from a well-rated question
+
+
+def test_ask_answers_with_the_compiled_program_the_setting_names(tmp_path, index, embedder):
+    agent = AnswerAgent({})
+    demo = dspy.Example(
+        question="Which band covers 100 GHz?",
+        passages="[1] Instrument Guide\nBand 3 covers 84-116 GHz.",
+        glossary="",
+        answer="Band 3 covers 100 GHz [1].",
+        sources=[1],
+    )
+    agent.generate.demos = [demo]
+    path = tmp_path / "handbook-v2.json"
+    save_program(agent, path, {"optimizer": "bootstrap", "score_before": 0.4, "score_after": 0.6})
+    settings = load_settings(index_dir=index, conversations_path=tmp_path / "c.sqlite3", program_path=path)
+    model = DummyLM(FIRST, adapter=dspy.JSONAdapter())
+
+    async def scenario():
+        async with open_service(settings, embedder=embedder, lm=model, llm_history=True) as service:
+            result = await service.ask("When are proposals due?")
+            return result, service.health(), await service.index_info()
+
+    result, health, info = asyncio.run(scenario())
+    assert result.agent.outcome == "answered"
+    generate_prompt = str(model.history[1]["messages"])
+    assert "Band 3 covers 100 GHz [1]." in generate_prompt  # the learnt demo reached the LLM
+    assert health["program"] == "handbook-v2"
+    assert info["program"] == {
+        "name": "handbook-v2",
+        "optimizer": "bootstrap",
+        "score_before": 0.4,
+        "score_after": 0.6,
+    }
+
+
+def test_a_program_file_that_does_not_fit_the_agent_fails_at_start(tmp_path, index, embedder):
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"format": "docfinder-program/1", "metadata": {}, "state": {"generate": {}}}))
+    settings = load_settings(index_dir=index, program_path=wrong)
+
+    async def start():
+        async with open_service(settings, embedder=embedder):
+            pass
+
+    with pytest.raises(ConfigurationError, match=r"program_path: .*wrong\.json holds predictors"):
+        asyncio.run(start())
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ConfigurationError, match="not JSON"):
+        load_program(AnswerAgent({}), tmp_path / "broken.json")
