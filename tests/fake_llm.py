@@ -124,6 +124,7 @@ class FakeLLMServer:
         self.delay_s = delay_s
         self.short_verdicts = short_verdicts  # a judge that gives one verdict too few
         self.prompts: list[str] = []  # every user prompt received, in order
+        self.schemas: list[dict[str, Any]] = []  # and the reply schema each one asked for
         self.token_delay_s = token_delay_s
         self.streamed = 0  # replies sent as a stream (``"stream": true``)
         self.in_flight = 0
@@ -187,6 +188,7 @@ class FakeLLMServer:
         schema = _schema(body.get("response_format") or {})
         prompt = body["messages"][-1]["content"]
         self.prompts.append(prompt)
+        self.schemas.append(schema)
         fields = reply_fields(schema, prompt)
         if self.short_verdicts and fields.get("verdicts"):
             fields["verdicts"] = fields["verdicts"][:-1]

@@ -113,6 +113,13 @@ def test_without_a_gold_answer_or_an_answer_the_metrics_that_need_them_are_not_s
     assert refused.scores["contextual_recall"] == 1.0
 
 
+def test_the_reply_schema_asks_for_exactly_one_verdict_per_item():
+    with FakeLLMServer() as server:
+        judge(JudgeCase(QUESTION, FAITHFUL, [LEGAL, CASH, SALES]), server, metrics=("contextual_relevancy",))
+        verdicts = server.schemas[-1]["properties"]["verdicts"]
+    assert verdicts["minItems"] == verdicts["maxItems"] == 3
+
+
 def test_a_judge_reply_with_too_few_verdicts_is_an_error_not_a_score():
     with FakeLLMServer(short_verdicts=True) as server:
         judged = judge(

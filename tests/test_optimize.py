@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 
 import dspy
 import pytest
@@ -15,7 +18,7 @@ from pipeline.errors import ConfigurationError, InvalidRequestError
 from programs.agent import AnswerAgent
 from programs.saved import load_program, save_program
 from server.evaluation.context import Question
-from server.evaluation.feedback_report import export_items
+from server.evaluation.feedback_report import export_items, load_items
 from server.evaluation.optimize import (
     FeedbackExample,
     answer_score,
@@ -26,9 +29,11 @@ from server.evaluation.optimize import (
 )
 from server.service import open_service
 from server.settings import load_settings
+from tests.conftest import REPO
 from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 from tests.test_ask import FIRST
+from tests.test_eval_answers import small_dataset
 
 
 def item(question: str, rating: int | None, answer: str = "an answer", label: str | None = None) -> dict:
@@ -140,6 +145,29 @@ def test_optimize_compiles_saves_and_reloads_a_program_from_exported_feedback(tm
     assert any(d.get("question") in QUESTIONS[:-1] for d in demos)  # learnt from a well-rated question
 
 
+def test_optimize_with_miprov2_proposes_instructions_and_saves_only_a_program_that_fits(
+    tmp_path, index, embedder
+):
+    feedback, out = tmp_path / "feedback.jsonl", tmp_path / "mipro.json"
+
+    async def scenario():
+        with FakeLLMServer() as server:
+            settings = load_settings(index_dir=index, llm_api_base=server.url, llm_model="fake")
+            async with open_service(settings, embedder=embedder) as service:
+                await rated_feedback(service, feedback)
+                report = await optimize_program(
+                    service, feedback, out, judged_by=await service.dspy_settings(), optimizer="mipro"
+                )
+            return report, server.schemas
+
+    report, schemas = asyncio.run(scenario())
+    assert any("proposed_instruction" in s.get("properties", {}) for s in schemas)  # MIPROv2 proposed
+    # The last validation question was rated badly and the fake repeats itself: it scores 0.
+    assert report["validation_before"]["scores"][-1] == 0.0
+    assert report["saved"] and report["program"]["optimizer"] == "mipro"
+    load_program(AnswerAgent({}), out)
+
+
 def test_ask_answers_with_the_compiled_program_the_setting_names(tmp_path, index, embedder):
     agent = AnswerAgent({})
     demo = dspy.Example(
@@ -187,3 +215,44 @@ def test_a_program_file_that_does_not_fit_the_agent_fails_at_start(tmp_path, ind
     (tmp_path / "broken.json").write_text("{not json")
     with pytest.raises(ConfigurationError, match="not JSON"):
         load_program(AnswerAgent({}), tmp_path / "broken.json")
+
+
+def docfinder(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "server.doors.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        timeout=600,
+    )
+
+
+def test_the_admin_workflow_on_the_command_line(tmp_path):
+    """eval answers (with simulated reactions) → optimize → index info names the live program."""
+    dataset = small_dataset(tmp_path / "handbook-qa")
+    feedback, program = tmp_path / "feedback.jsonl", tmp_path / "handbook.json"
+    cache, report = tmp_path / "cache", tmp_path / "report"
+    with FakeLLMServer() as server:
+        env = {"DOCFINDER_LLM_API_BASE": server.url, "DOCFINDER_LLM_MODEL": "fake"}
+        evaluated = docfinder(
+            "eval", "answers", "--dataset", str(dataset), "--questions", "questions.csv", "--json",
+            "--cache", str(cache), "--rows", str(tmp_path / "rows.jsonl"), "--report", str(report),
+            "--simulate-feedback", str(feedback), env=env,
+        )  # fmt: skip
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert json.loads(evaluated.stdout)["metrics"]["faithfulness"]["scored"] == 3
+        assert (report / "report.md").is_file() and len(load_items(feedback)) == 3
+        index = cache / "handbook-qa-docs"
+        optimized = docfinder(
+            "optimize", "--feedback", str(feedback), "--questions", str(dataset / "questions.csv"),
+            "--out", str(program), "--index", str(index), "--validation-share", "0.4", env=env,
+        )  # fmt: skip
+    assert optimized.returncode == 0, optimized.stderr
+    result = json.loads(optimized.stdout)  # stdout is the report alone: DSPy's progress went to stderr
+    assert result["saved"] and result["program"]["name"] == "handbook"
+    info = docfinder(
+        "index", "info", "--json", "--index", str(index), env={"DOCFINDER_PROGRAM_PATH": str(program)}
+    )
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["program"]["name"] == "handbook"

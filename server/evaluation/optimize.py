@@ -281,12 +281,12 @@ async def optimize_program(
     def metric(example: Any, prediction: Any, trace: Any = None) -> float:
         return bridge.score(example.feedback, prediction.agent_answer)
 
+    llm = await service.dspy_settings()  # the optimiser's own calls (MIPROv2's proposals) use it too
     if optimizer == "mipro":
-        lm = (await service.dspy_settings())["lm"]
         compiler: Any = dspy.MIPROv2(
             metric=metric,
-            prompt_model=lm,
-            task_model=lm,
+            prompt_model=llm["lm"],
+            task_model=llm["lm"],
             auto="light",
             num_threads=1,
             max_bootstrapped_demos=demos,
@@ -294,8 +294,7 @@ async def optimize_program(
             seed=seed,
         )
         valset = [dspy.Example(question=e.question, feedback=e).with_inputs("question") for e in validation]
-        with contextlib.redirect_stdout(sys.stderr):  # DSPy prints progress; stdout is the report
-            compiled = await asyncio.to_thread(compiler.compile, student, trainset=trainset, valset=valset)
+        arguments = {"trainset": trainset, "valset": valset}
     else:
         compiler = dspy.BootstrapFewShot(
             metric=metric,
@@ -304,8 +303,14 @@ async def optimize_program(
             max_labeled_demos=0,
             max_rounds=1,
         )
-        with contextlib.redirect_stdout(sys.stderr):
-            compiled = await asyncio.to_thread(compiler.compile, student, trainset=trainset)
+        arguments = {"trainset": trainset}
+
+    def compile_program() -> Any:
+        with dspy.context(**llm):
+            return compiler.compile(student, **arguments)
+
+    with contextlib.redirect_stdout(sys.stderr):  # DSPy prints progress; stdout is the report
+        compiled = await asyncio.to_thread(compile_program)
     learnt = sum(len(p.demos) for _, p in compiled.agent.named_predictors())
     after = await scorer.validate(compiled.agent, validation)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 from pipeline.errors import ConfigurationError
 from server.models.embedded_llm import LlamaServer, ensure_model_file
@@ -99,7 +99,14 @@ def make_adapter(settings: Settings) -> Any:
 
     class ConstrainedJSONAdapter(dspy.JSONAdapter):
         def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
-            fields = {name: (field.annotation, ...) for name, field in signature.output_fields.items()}
+            # A field's constraints (a list's length) live in its metadata: keep them in the schema.
+            fields = {
+                name: (
+                    Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation,
+                    ...,
+                )
+                for name, field in signature.output_fields.items()
+            }
             schema = pydantic.create_model("Reply", **fields).model_json_schema()
             if llama_cpp_style:
                 lm_kwargs["response_format"] = {"type": "json_object", "schema": schema}
