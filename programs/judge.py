@@ -152,10 +152,12 @@ def ranked_precision(verdicts: Sequence[str]) -> float:
 
 
 def numbered(items: Sequence[str]) -> str:
+    """``1. item`` lines: how the judge reads the items it gives verdicts on."""
     return "\n".join(f"{n}. {item}" for n, item in enumerate(items, start=1))
 
 
 def numbered_passages(passages: Sequence[str], numbers: Sequence[int] | None = None) -> str:
+    """``[n] passage`` blocks, numbered from 1 or by ``numbers`` (the answer's citation numbers)."""
     numbers = numbers or range(1, len(passages) + 1)
     return "\n\n".join(f"[{n}] {text}" for n, text in zip(numbers, passages, strict=True))
 
@@ -176,6 +178,8 @@ class AnswerJudge(dspy.Module):
         claims = statements(case.answer) if case.answered else []
         context = numbered_passages(case.context)
         pairs = citation_pairs(case.answer, len(case.context)) if case.answered else []
+        citations = [f"{sentence} — cites [{n}]" for sentence, n in pairs]
+        cited = sorted({n for _, n in pairs})
         reference = statements(case.reference) if case.reference else []
         asks: dict[str, tuple[dspy.Predict, list[str], dict[str, str]]] = {
             "faithfulness": (
@@ -190,13 +194,10 @@ class AnswerJudge(dspy.Module):
             ),
             "citation_precision": (
                 self.citations_supported,
-                [f"{s} — cites [{n}]" for s, n in pairs],
+                citations,
                 {
-                    "passages": numbered_passages(
-                        [case.context[n - 1] for n in sorted({n for _, n in pairs})],
-                        sorted({n for _, n in pairs}),
-                    ),
-                    "citations": numbered([f"{s} — cites [{n}]" for s, n in pairs]),
+                    "passages": numbered_passages([case.context[n - 1] for n in cited], cited),
+                    "citations": numbered(citations),
                 },
             ),
             "contextual_relevancy": (

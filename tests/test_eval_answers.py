@@ -17,6 +17,7 @@ from pathlib import Path
 import dspy
 import pytest
 
+from pipeline.errors import ConfigurationError
 from programs.judge import (
     AnswerJudge,
     JudgeCase,
@@ -127,6 +128,11 @@ def test_a_judge_reply_with_too_few_verdicts_is_an_error_not_a_score():
         )
     assert judged.scores["contextual_relevancy"] is None
     assert "contextual_relevancy" in judged.errors
+
+
+def test_a_judge_endpoint_must_be_an_http_url():
+    with pytest.raises(ConfigurationError, match="http"):
+        judge_lm_settings(load_settings(), "file:///etc/passwd")
 
 
 def test_ranked_precision_statements_and_citation_pairs():

@@ -69,7 +69,7 @@ def test_the_split_is_seeded_keeps_negatives_out_of_training_and_refuses_too_lit
     assert (train, validation) == split_examples(examples, 0.3, seed=1)
     assert split_examples(examples, 0.3, seed=2) != (train, validation)
     assert len(train) == 5 and all(e.positive for e in train)
-    assert sum(not e.positive for e in validation) == 4 and len(validation) == 6
+    assert sum(not e.positive for e in validation) == 1 and len(validation) == 3
     with pytest.raises(InvalidRequestError, match="at least two"):
         split_examples([FeedbackExample("only", reference="x")], 0.3, seed=0)
 

@@ -7,8 +7,8 @@ The loop ESOFinder's authors collected feedback for, closed with DSPy:
    example whose reference is the gold answer of ``--questions`` when the question is there,
    else the good answer itself, and whose reference sources are the good answer's sources;
    otherwise a negative example that carries the rejected answer.
-2. A seeded split: a share of the positives, and every negative, for validation; the
-   training set holds positives only (a demo must be an answer worth copying).
+2. A seeded split: a share of the positives and of the negatives (at least one) for
+   validation; the training set holds positives only (a demo must be an answer worth copying).
 3. The score of an answer: for a positive example, the mean of the reference's figures found
    in the answer and its quoted evidence (when it has figures), whether a cited document is a
    reference document (when it has sources) and the judge's faithfulness; for a negative one,
@@ -105,19 +105,22 @@ def split_examples(
     examples: Sequence[FeedbackExample], validation_share: float, seed: int
 ) -> tuple[list[FeedbackExample], list[FeedbackExample]]:
     """A seeded (train, validation) split: a shuffled share of the positives for validation, the
-    rest for training; every negative for validation (a demo must be worth copying, and a
-    program must not repeat what people rejected). Refuses a set too small to learn from."""
+    rest for training; the same share of the negatives (at least one) for validation only (a
+    demo must be worth copying; a program must not repeat what people rejected). Refuses a
+    set too small to learn from."""
     rng = random.Random(seed)
     positives = [e for e in examples if e.positive]
     negatives = [e for e in examples if not e.positive]
     rng.shuffle(positives)
+    rng.shuffle(negatives)
     held = max(1, round(len(positives) * validation_share))
     if len(positives) - held < 1:
         raise InvalidRequestError(
             f"{len(positives)} well-rated question(s): at least two are needed "
             "(one to learn from, one to check)"
         )
-    return positives[held:], positives[:held] + negatives
+    negatives_held = max(1, round(len(negatives) * validation_share)) if negatives else 0
+    return positives[held:], positives[:held] + negatives[:negatives_held]
 
 
 def answer_score(

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pipeline.errors import ConfigurationError
 from server.models.embedded_llm import LlamaServer, ensure_model_file
@@ -42,6 +43,8 @@ def make_lm(settings: Settings, api_base: str | None = None) -> Any:
 
 def judge_lm_settings(settings: Settings, api_base: str, model: str | None = None) -> dict[str, Any]:
     """The ``dspy.context`` settings (LM and adapter) of a judge at another OpenAI-compatible endpoint."""
+    if urlsplit(api_base).scheme not in ("http", "https") or not urlsplit(api_base).hostname:
+        raise ConfigurationError(f"the judge endpoint must be an http(s) URL, not {api_base!r}")
     judge = settings.model_copy(update={"llm_api_base": api_base, "llm_model": model or settings.llm_model})
     return {"lm": make_lm(judge), "adapter": make_adapter(judge)}
 
