@@ -165,7 +165,6 @@ def build_context(
     *,
     tokenizer: Tokenizer,
     chunk_vector: Callable[[Chunk], np.ndarray],
-    embed_texts: Callable[[Sequence[str]], np.ndarray],
     query_vector: np.ndarray,
     stored_vectors: Callable[[Sequence[ContextPiece]], list[np.ndarray | None]] | None = None,
     sentence_scorer: Callable[[Sequence[str]], Sequence[float]] | None = None,
@@ -174,7 +173,8 @@ def build_context(
     """Select from ``hits`` (best first) within the budget, then order; see the module docstring.
 
     The cluster order needs each sentence's vector: ``stored_vectors`` gives those computed
-    at ingest (a sentence or row that is an evidence unit), ``embed_texts`` embeds the rest.
+    at ingest (a sentence or row that is an evidence unit); a piece that is no unit (a table
+    fragment, a heading line) takes its chunk's vector, so nothing is embedded per question.
 
     The ``evidence`` strategy selects from ``evidence`` (the in-document search's candidates);
     when the index holds no evidence units it falls back to ``topk`` and says so in the trace.
@@ -222,7 +222,7 @@ def build_context(
     ordered = (
         _order_evidence(pieces, config)
         if selection == "evidence"
-        else _order(pieces, config, _SentenceVectors(embed_texts, stored_vectors), query_vector)
+        else _order(pieces, config, _SentenceVectors(chunk_vector, stored_vectors), query_vector)
     )
     trace.append(
         {
@@ -285,18 +285,17 @@ def _select_sentences(
 
 @dataclass(frozen=True, slots=True)
 class _SentenceVectors:
-    """Vectors of context pieces: stored where the index has them, embedded in one batch otherwise."""
+    """Vectors of context pieces: those stored at ingest, else the vector of the piece's chunk."""
 
-    embed_texts: Callable[[Sequence[str]], np.ndarray]
+    chunk_vector: Callable[[Chunk], np.ndarray]
     stored: Callable[[Sequence[ContextPiece]], list[np.ndarray | None]] | None
 
     def __call__(self, pieces: Sequence[ContextPiece]) -> np.ndarray:
         found = self.stored(pieces) if self.stored is not None else [None] * len(pieces)
-        missing = [i for i, vector in enumerate(found) if vector is None]
-        if missing:
-            for i, vector in zip(missing, self.embed_texts([pieces[i].text for i in missing]), strict=True):
-                found[i] = vector
-        return np.vstack(found) if found else np.zeros((0, 0), np.float32)
+        vectors = [
+            v if v is not None else self.chunk_vector(p.chunk) for p, v in zip(pieces, found, strict=True)
+        ]
+        return np.vstack(vectors) if vectors else np.zeros((0, 0), np.float32)
 
 
 def _order(

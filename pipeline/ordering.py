@@ -97,24 +97,47 @@ def _similarity_below(x: set[str], y: set[str], threshold: float) -> bool:
 def cluster_by_silhouette(vectors: np.ndarray, max_clusters: int = 10) -> np.ndarray:
     """Agglomerative (average-link, cosine) cluster labels, cut at the k with the best silhouette.
 
-    Fewer than three points, or no cut with a positive silhouette, give one cluster.
+    Fewer than three points, or no cut with a positive silhouette, give one cluster. The
+    distances are computed once and serve the tree and every cut's silhouette.
     """
     n = len(vectors)
     if n < 3:
         return np.zeros(n, dtype=int)
     from scipy.cluster.hierarchy import fcluster, linkage
-    from sklearn.metrics import silhouette_score
+    from scipy.spatial.distance import pdist, squareform
 
-    tree = linkage(vectors, method="average", metric="cosine")
+    condensed = np.clip(pdist(vectors, metric="cosine"), 0.0, None)
+    distances = squareform(condensed)
+    tree = linkage(condensed, method="average")
     best_labels, best_score = np.zeros(n, dtype=int), 0.0
     for k in range(2, min(max_clusters, n - 1) + 1):
-        labels = fcluster(tree, k, criterion="maxclust")
+        labels = fcluster(tree, k, criterion="maxclust") - 1
         if len(set(labels)) < 2:
             continue
-        score = silhouette_score(vectors, labels, metric="cosine")
+        score = silhouette(distances, labels)
         if score > best_score:
-            best_labels, best_score = labels - 1, score
+            best_labels, best_score = labels, score
     return best_labels
+
+
+def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
+    """The mean silhouette of ``labels`` (0 … k-1) over a square distance matrix.
+
+    For each point, ``a`` is its mean distance to the rest of its cluster and ``b`` the least
+    mean distance to another cluster; its silhouette is ``(b - a) / max(a, b)``, 0 for a point
+    alone in its cluster (as scikit-learn defines it), computed for all points at once.
+    """
+    members = np.eye(labels.max() + 1, dtype=distances.dtype)[labels]  # one-hot, n × k
+    sizes = members.sum(axis=0)
+    totals = distances @ members  # each point's summed distance to each cluster
+    own_size = sizes[labels]
+    own = totals[np.arange(len(labels)), labels] / np.maximum(own_size - 1, 1)
+    means = totals / sizes
+    means[np.arange(len(labels)), labels] = np.inf
+    nearest = means.min(axis=1)
+    widest = np.maximum(own, nearest)
+    scores = np.where((own_size > 1) & (widest > 0), (nearest - own) / np.where(widest > 0, widest, 1), 0.0)
+    return float(scores.mean())
 
 
 @dataclass(frozen=True, slots=True)

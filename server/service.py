@@ -638,7 +638,6 @@ class DocfinderService:
             context,
             tokenizer=self.embedder.tokenizer,
             chunk_vector=snapshot.embedding,
-            embed_texts=self.embedder.embed,
             query_vector=self.embedder.embed_query(queries[0]),
             stored_vectors=lambda pieces: snapshot.stored_unit_vectors([(p.chunk, p.text) for p in pieces]),
             evidence=evidence,

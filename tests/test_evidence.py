@@ -227,7 +227,6 @@ def test_the_evidence_strategy_renders_each_table_header_once_per_passage():
         ContextConfig(selection="evidence", order="document", budget_tokens=400),
         tokenizer=WhitespaceTokenizer(),
         chunk_vector=lambda c: np.zeros(64),
-        embed_texts=lambda texts: np.zeros((len(texts), 64)),
         query_vector=index.vector(question),
         evidence=search,
     )

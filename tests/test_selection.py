@@ -129,7 +129,7 @@ def test_dedupe_keeps_empty_texts_once_and_compares_sizes_first():
     assert dedupe(["a b c d e f g h i", "a b c d e f g h i j k"], threshold=0.9) == [0, 1]  # 9/11 < 0.9
 
 
-def test_the_cluster_order_embeds_only_the_sentences_without_a_stored_vector():
+def test_the_cluster_order_embeds_nothing_a_piece_without_a_stored_vector_takes_its_chunks():
     from pipeline.context import ContextConfig, build_context
     from pipeline.types import Chunk, SearchHit
     from tests.fakes import WhitespaceTokenizer
@@ -138,20 +138,19 @@ def test_the_cluster_order_embeds_only_the_sentences_without_a_stored_vector():
     texts = ["Revenue rose nine percent.", "Sales grew fast.", "Costs fell slightly.", "Margins held up."]
     chunk = Chunk("d-0000", "d", "c", "/d.md", "d", (), (1, 1), " ".join(texts), "h")
     stored = dict(zip(texts[:3], vectors[:3], strict=True))
-    embedded: list[str] = []
+    asked: list[str] = []
 
-    def embed_texts(batch):
-        embedded.extend(batch)
-        return np.vstack([vectors[3] for _ in batch])
+    def chunk_vector(c):
+        asked.append(c.chunk_id)
+        return vectors[3]
 
     context = build_context(
         [SearchHit(chunk, 1.0)],
         ContextConfig(selection="sentences", order="cluster", budget_tokens=100),
         tokenizer=WhitespaceTokenizer(),
-        chunk_vector=lambda c: vectors[0],
-        embed_texts=embed_texts,
+        chunk_vector=chunk_vector,
         query_vector=vectors[0],
         stored_vectors=lambda pieces: [stored.get(p.text) for p in pieces],
     )
-    assert embedded == ["Margins held up."]
+    assert asked == ["d-0000"]  # once, for "Margins held up."
     assert sorted(p.text for p in context.pieces) == sorted(texts)

@@ -84,7 +84,7 @@ def render_answers_report(
         *[
             f"| {table_cell(r['question'])} | {_shown(row_mean(r))} | {r['outcome']} | "
             f"{table_cell(r['answer'][:ANSWER_PREVIEW_CHARS])} | "
-            f"{table_cell(', '.join(Path(c['source']).name for c in r['citations']))} |"
+            f"{table_cell(', '.join(_place(c) for c in r['citations']))} |"
             for r in worst[:WORST_ANSWERS]
         ],
         "",
@@ -100,6 +100,13 @@ def write_answers_report(
     path = out_dir / f"report.{fmt}"
     path.write_text(render_answers_report(summary, rows, charts, fmt), encoding="utf-8")
     return path
+
+
+def _place(citation: dict[str, Any]) -> str:
+    """``[n] file p. x`` for one cited source."""
+    first_page = citation["pages"][0] if citation.get("pages") else 0
+    page = f" p. {first_page}" if first_page else ""
+    return f"[{citation['n']}] {Path(citation['source']).name}{page}"
 
 
 def _shown(value: float | None) -> str:
