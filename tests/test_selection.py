@@ -154,3 +154,21 @@ def test_the_cluster_order_embeds_nothing_a_piece_without_a_stored_vector_takes_
     )
     assert asked == ["d-0000"]  # once, for "Margins held up."
     assert sorted(p.text for p in context.pieces) == sorted(texts)
+
+
+def test_the_silhouette_equals_scikit_learns_on_random_clusterings():
+    from scipy.spatial.distance import pdist, squareform
+    from sklearn.metrics import silhouette_score
+
+    from pipeline.ordering import silhouette
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n = int(rng.integers(3, 60))
+        vectors = rng.normal(size=(n, 16))
+        labels = np.unique(rng.integers(0, int(rng.integers(2, 8)), size=n), return_inverse=True)[1]
+        if not 2 <= len(set(labels)) <= n - 1:  # where scikit-learn defines it
+            continue
+        distances = squareform(np.clip(pdist(vectors, "cosine"), 0, None))
+        expected = silhouette_score(vectors, labels, metric="cosine")
+        assert silhouette(distances, labels) == pytest.approx(expected)
