@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.errors import ConfigurationError
+
+QUERIES_REMEMBERED = 1024  # query vectors kept: 1.5 MB at 384 dimensions
 
 
 def default_embedder_path() -> Path:
@@ -64,6 +66,7 @@ class SentenceTransformerEmbedder:
         self.tokenizer = HuggingFaceTokenizer(model_dir)
         self.max_tokens = _max_seq_length(model_dir)
         self._lock = threading.Lock()
+        self._remembered_query = lru_cache(maxsize=QUERIES_REMEMBERED)(self._encode_query)
 
     @cached_property
     def dimensions(self) -> int:  # type: ignore[override]
@@ -87,7 +90,14 @@ class SentenceTransformerEmbedder:
         return vectors.astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        """The query's vector, read-only. One question embeds the same query several times (the
+        search, the in-document search, the context order): the last queries are remembered."""
+        return self._remembered_query(text)
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        vector = self.embed([text])[0]
+        vector.setflags(write=False)  # shared by every caller of the cache
+        return vector
 
 
 def _max_seq_length(model_dir: Path) -> int:

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from index_build.builder import IngestOptions, ingest
@@ -233,3 +234,11 @@ def test_the_terminal_stays_quiet_no_debug_lines_no_library_progress_bars(sample
         assert done.returncode == 0, done.stderr
         output = done.stdout + done.stderr
         assert "DEBUG" not in output and "Loading weights" not in output and "it/s]" not in output, output
+
+
+def test_a_query_is_embedded_once_and_its_vector_cannot_be_changed_by_a_caller(embedder):
+    first = embedder.embed_query("cryostat maintenance interval")
+    assert embedder.embed_query("cryostat maintenance interval") is first
+    assert np.allclose(first, embedder.embed(["cryostat maintenance interval"])[0], atol=1e-5)
+    with pytest.raises(ValueError, match="read-only"):
+        first *= 2
