@@ -94,6 +94,10 @@ class SentenceTransformerEmbedder:
         search, the in-document search, the context order): the last queries are remembered."""
         return self._remembered_query(text)
 
+    def forget_queries(self) -> None:
+        """Drop the remembered query vectors (benchmarks time queries as if asked for the first time)."""
+        self._remembered_query.cache_clear()
+
     def _encode_query(self, text: str) -> np.ndarray:
         vector = self.embed([text])[0]
         vector.setflags(write=False)  # shared by every caller of the cache
