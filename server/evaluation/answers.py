@@ -208,7 +208,11 @@ def evaluate_answers(
     ``limit`` takes that many questions spread evenly over the file, so that every question
     type is sampled. Without ``judge_api_base`` the configured LLM judges its own answers.
     """
-    questions = evenly_spread(load_questions(dataset_dir / questions_file), limit)
+    questions = load_questions(dataset_dir / questions_file)
+    pending: list[tuple[Question, dict[str, Any] | None]] = (
+        list(read_answer_rows(answers_file, questions)) if answers_file else [(q, None) for q in questions]
+    )
+    pending = evenly_spread(pending, limit)
     write = appender(rows_path)
     if answers_file is None:
         docs = dataset_dir / "docs"
@@ -221,9 +225,7 @@ def evaluate_answers(
             }
         )
         run_ingest(settings, [docs], collection=dataset_dir.name)
-    rows = asyncio.run(
-        _answer_and_judge(settings, questions, answers_file, judge_api_base, judge_model, write, on_row)
-    )
+    rows = asyncio.run(_answer_and_judge(settings, pending, judge_api_base, judge_model, write, on_row))
     answerer = str(answers_file) if answers_file else settings.llm_api_base or "embedded"
     return {
         "dataset": str(dataset_dir),
@@ -239,8 +241,7 @@ def evaluate_answers(
 
 async def _answer_and_judge(
     settings: Settings,
-    questions: list[Question],
-    answers_file: Path | None,
+    pending: list[tuple[Question, dict[str, Any] | None]],
     judge_api_base: str | None,
     judge_model: str | None,
     write: RowSink,
@@ -250,10 +251,11 @@ async def _answer_and_judge(
 
     judge = AnswerJudge()
     rows: list[dict[str, Any]] = []
+    answering = any(row is None for _, row in pending)
     async with AsyncExitStack() as stack:
-        service = None
-        if answers_file is None:
-            service = await stack.enter_async_context(open_service(settings, start_llm=True))
+        service = (
+            await stack.enter_async_context(open_service(settings, start_llm=True)) if answering else None
+        )
         if judge_api_base is not None:
             judged_by = judge_lm_settings(settings, judge_api_base, judge_model)
         elif service is not None:
@@ -261,16 +263,12 @@ async def _answer_and_judge(
         else:
             lm = await stack.enter_async_context(open_lm(settings))
             judged_by = {"lm": lm, "adapter": make_adapter(settings)}
-        pending: list[tuple[Question, dict[str, Any] | None]] = (
-            list(read_answer_rows(answers_file, questions))
-            if answers_file
-            else [(q, None) for q in questions]
-        )
         for question, row in pending:
-            if row is None:
+            if service is not None and row is None:
                 started = time.perf_counter()
-                result = await service.ask(question.text)  # type: ignore[union-attr]
+                result = await service.ask(question.text)
                 row = answer_row(question, result.agent, time.perf_counter() - started)
+            assert row is not None  # every row without an answer was answered above
             with dspy.context(**judged_by, disable_history=True, trace=None):
                 row = await judge_row(judge, question, row)
             rows.append(row)
