@@ -427,8 +427,8 @@ class DocfinderService:
     async def run_candidate(
         self, agent: AnswerAgent, question: str, trace: list[Any] | None = None
     ) -> AgentAnswer:
-        """A candidate program (not the live one) on ``question`` over the live index, outside any
-        conversation and unrecorded: what evaluation and optimisation compare programs by."""
+        """``agent`` (the live program or a candidate) on ``question`` over the live index, outside
+        any conversation and unrecorded: how optimisation compares programs."""
         question = self.check_question(question)
         snapshot = await asyncio.to_thread(self._current_snapshot)
         admitted = _Admitted(question, "", None, [], snapshot)
