@@ -76,9 +76,5 @@ class LLMUnavailableError(TransientError):
     """The language model gave no usable reply: unreachable, too slow, or unreadable."""
 
 
-class JudgeReplyError(PermanentError):
-    """The answer judge's reply does not give one verdict per item it was asked about."""
-
-
 class UnknownCollectionError(InvalidRequestError):
     """A search named a collection the index does not have."""

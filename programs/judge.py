@@ -1,13 +1,17 @@
 """The answer judge: COS-Mix's five metrics, and citation precision, asked of an LLM.
 
-Every metric is a share of yes verdicts over numbered items that the judge reads in one
-call, so that a small model judges short, concrete things and a question costs six calls:
+Every metric is a share of yes verdicts, one verdict per item, each asked in its own short
+call. Asked for a list of verdicts in one call, the embedded 1.5B model answered by position,
+not by item (``no, yes, no, no, …`` whatever the items: 20 SEC dev answers, 23 November
+2026). One call per item costs little: the shared part of the prompt (the context, the
+question) comes first and the item last, so llama.cpp reuses the prompt it has already read,
+and a server LLM takes the calls of one metric at once (``concurrent``).
 
-- faithfulness: the answer's sentences (its claims) supported by the context it was given.
+- faithfulness: the answer's sentences (its claims) that the context it was given supports.
   The judge never sees the gold answer here.
 - answer relevancy: the answer's sentences that help answer the question.
 - contextual relevancy: the context's passages relevant to the question (judged per passage,
-  not per statement, to keep the reply short).
+  not per statement, to keep the calls few).
 - contextual precision: the passages useful for reaching the gold answer, weighted by rank
   (COS-Mix, after DeepEval): ``(1/R) Σ_k rel_k · precision@k``, 0 when none is useful.
 - contextual recall: the gold answer's sentences that the context supports (uses the gold
@@ -15,23 +19,20 @@ call, so that a small model judges short, concrete things and a question costs s
 - citation precision: the (sentence, cited passage) pairs where the passage states the sentence.
 
 An answer that is not an answer (the agent found nothing, or could not verify one) has no
-answer-level scores. The judge must give exactly one verdict per item: the reply's JSON
-schema fixes the list's length, so a server that constrains its output (llama.cpp, vLLM)
-cannot give too few or too many; a reply that still does not fit is a judge error, counted
-and reported, never a score.
+answer-level scores. A judge reply that cannot be read, or a judge that does not answer, is
+a judge error for that metric, counted and reported, never a score.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import dspy
-from annotated_types import Len
 
-from pipeline.errors import JudgeReplyError
 from pipeline.ordering import split_sentences
 
 Verdict = Literal["yes", "no"]
@@ -40,43 +41,33 @@ _CITATION_MARK = re.compile(r"\s*\[\d+\]")  # with the space before it
 _MIN_STATEMENT_CHARS = 12  # shorter pieces ("Yes.", a bare citation) are not claims
 
 
-class StatementsSupported(dspy.Signature):
-    """For each numbered statement, answer "yes" if the context states it or it follows directly
-    from what the context states, and "no" if the context does not say it or says otherwise. Give
-    one verdict per statement, in order. Figures must match exactly."""
+class StatementSupported(dspy.Signature):
+    """Does the context support the statement? Answer "yes" if the context states it or it follows
+    directly from what the context states; "no" if the context does not say it or says otherwise.
+    Figures must match exactly."""
 
-    context: str = dspy.InputField(desc="numbered passages")
-    statements: str = dspy.InputField(desc="numbered statements, one per line")
-    verdicts: list[Verdict] = dspy.OutputField(desc="one yes/no per statement, in order")
+    context: str = dspy.InputField(desc="passages from documents")
+    statement: str = dspy.InputField()
+    verdict: Verdict = dspy.OutputField()
 
 
-class ItemsRelevant(dspy.Signature):
-    """For each numbered item, answer "yes" if it helps answer the question (it gives information
-    the question asks for), and "no" if it is off the question. Give one verdict per item, in order."""
+class RelevantToQuestion(dspy.Signature):
+    """Does the text help answer the question? Answer "yes" if it gives information the question
+    asks for, "no" if it is off the question."""
 
     question: str = dspy.InputField()
-    items: str = dspy.InputField(desc="numbered items")
-    verdicts: list[Verdict] = dspy.OutputField(desc="one yes/no per item, in order")
+    text: str = dspy.InputField()
+    verdict: Verdict = dspy.OutputField()
 
 
-class PassagesUseful(dspy.Signature):
-    """For each numbered passage, answer "yes" if it contains information used in the reference
-    answer to the question, and "no" if it does not. Give one verdict per passage, in order."""
+class UsefulForReference(dspy.Signature):
+    """Does the passage contain information used in the reference answer to the question? Answer
+    "yes" or "no"."""
 
     question: str = dspy.InputField()
     reference_answer: str = dspy.InputField(desc="the correct answer")
-    passages: str = dspy.InputField(desc="numbered passages")
-    verdicts: list[Verdict] = dspy.OutputField(desc="one yes/no per passage, in order")
-
-
-class CitationsSupported(dspy.Signature):
-    """Each numbered line is a statement followed by the passage number it cites. For each line,
-    answer "yes" if that passage states the statement, "no" if it does not. Give one verdict per
-    line, in order. Figures must match exactly."""
-
-    passages: str = dspy.InputField(desc="the cited passages, numbered")
-    citations: str = dspy.InputField(desc="numbered lines: 'statement — cites [n]'")
-    verdicts: list[Verdict] = dspy.OutputField(desc="one yes/no per line, in order")
+    passage: str = dspy.InputField()
+    verdict: Verdict = dspy.OutputField()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +92,14 @@ class Judgement:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-ANSWER_METRICS = ("faithfulness", "answer_relevancy", "citation_precision")
-CONTEXT_METRICS = ("contextual_precision", "contextual_recall", "contextual_relevancy")
-JUDGED_METRICS = (*CONTEXT_METRICS, "faithfulness", "answer_relevancy", "citation_precision")
+JUDGED_METRICS = (
+    "contextual_precision",
+    "contextual_recall",
+    "contextual_relevancy",
+    "faithfulness",
+    "answer_relevancy",
+    "citation_precision",
+)
 
 
 def _without_citations(sentence: str) -> str:
@@ -151,79 +147,65 @@ def ranked_precision(verdicts: Sequence[str]) -> float:
     return total / useful if useful else 0.0
 
 
-def numbered(items: Sequence[str]) -> str:
-    """``1. item`` lines: how the judge reads the items it gives verdicts on."""
-    return "\n".join(f"{n}. {item}" for n, item in enumerate(items, start=1))
-
-
-def numbered_passages(passages: Sequence[str], numbers: Sequence[int] | None = None) -> str:
-    """``[n] passage`` blocks, numbered from 1 or by ``numbers`` (the answer's citation numbers)."""
-    numbers = numbers or range(1, len(passages) + 1)
-    return "\n\n".join(f"[{n}] {text}" for n, text in zip(numbers, passages, strict=True))
-
-
 class AnswerJudge(dspy.Module):
-    """Scores answers with the judge's four signatures; see the module docstring."""
+    """Scores answers with the judge's three signatures; see the module docstring.
 
-    def __init__(self) -> None:
+    ``concurrent``: ask the calls of one metric at once (a server LLM batches them; the
+    embedded one answers one at a time and reuses the shared prompt best in order).
+    """
+
+    def __init__(self, concurrent: bool = False) -> None:
         super().__init__()
-        self.statements_supported = dspy.Predict(StatementsSupported)
-        self.items_relevant = dspy.Predict(ItemsRelevant)
-        self.passages_useful = dspy.Predict(PassagesUseful)
-        self.citations_supported = dspy.Predict(CitationsSupported)
+        self.concurrent = concurrent
+        self.statement_supported = dspy.Predict(StatementSupported)
+        self.relevant_to_question = dspy.Predict(RelevantToQuestion)
+        self.useful_for_reference = dspy.Predict(UsefulForReference)
 
     async def ajudge(self, case: JudgeCase, metrics: Sequence[str] = JUDGED_METRICS) -> Judgement:
         """The judged ``metrics`` of ``case`` (run under the judge's ``dspy.context``)."""
         judgement = Judgement()
         claims = statements(case.answer) if case.answered else []
-        context = numbered_passages(case.context)
+        passages = [f"[{n}] {text}" for n, text in enumerate(case.context, start=1)]
+        context = "\n\n".join(passages)
         pairs = citation_pairs(case.answer, len(case.context)) if case.answered else []
-        citations = [f"{sentence} — cites [{n}]" for sentence, n in pairs]
-        cited = sorted({n for _, n in pairs})
         reference = statements(case.reference) if case.reference else []
-        asks: dict[str, tuple[dspy.Predict, list[str], dict[str, str]]] = {
+        asks: dict[str, tuple[dspy.Predict, list[dict[str, str]]]] = {
             "faithfulness": (
-                self.statements_supported,
-                claims,
-                {"context": context, "statements": numbered(claims)},
+                self.statement_supported,
+                [{"context": context, "statement": claim} for claim in claims],
             ),
             "answer_relevancy": (
-                self.items_relevant,
-                claims,
-                {"question": case.question, "items": numbered(claims)},
+                self.relevant_to_question,
+                [{"question": case.question, "text": claim} for claim in claims],
             ),
             "citation_precision": (
-                self.citations_supported,
-                citations,
-                {
-                    "passages": numbered_passages([case.context[n - 1] for n in cited], cited),
-                    "citations": numbered(citations),
-                },
+                self.statement_supported,
+                [{"context": passages[n - 1], "statement": sentence} for sentence, n in pairs],
             ),
             "contextual_relevancy": (
-                self.items_relevant,
-                list(case.context),
-                {"question": case.question, "items": context},
+                self.relevant_to_question,
+                [{"question": case.question, "text": passage} for passage in passages],
             ),
             "contextual_precision": (
-                self.passages_useful,
-                list(case.context),
-                {"question": case.question, "reference_answer": case.reference or "", "passages": context},
+                self.useful_for_reference,
+                [
+                    {"question": case.question, "reference_answer": case.reference or "", "passage": passage}
+                    for passage in passages
+                ],
             ),
             "contextual_recall": (
-                self.statements_supported,
-                reference,
-                {"context": context, "statements": numbered(reference)},
+                self.statement_supported,
+                [{"context": context, "statement": sentence} for sentence in reference],
             ),
         }
         for metric in metrics:
-            predictor, items, inputs = asks[metric]
+            predictor, calls = asks[metric]
             needs_reference = metric in ("contextual_precision", "contextual_recall")
-            if not items or (needs_reference and not case.reference):
+            if not calls or (needs_reference and not case.reference):
                 judgement.scores[metric] = None
                 continue
             try:
-                verdicts = await _verdicts(predictor, len(items), inputs)
+                verdicts = await self._verdicts(predictor, calls)
             except _judge_errors() as exc:
                 judgement.scores[metric] = None
                 judgement.errors[metric] = f"{type(exc).__name__}: {exc}"[:300]
@@ -234,33 +216,20 @@ class AnswerJudge(dspy.Module):
             )
         return judgement
 
-
-async def _verdicts(predictor: dspy.Predict, count: int, inputs: dict[str, str]) -> list[str]:
-    """Exactly ``count`` verdicts: the reply's schema fixes the list's length."""
-    exact = Annotated[list[Verdict], Len(count, count)]
-    signature = predictor.signature.with_updated_fields("verdicts", type_=exact)
-    fixed = dspy.Predict(signature)
-    fixed.demos = predictor.demos
-    reply = await fixed.acall(**inputs)
-    verdicts = list(reply.verdicts)
-    if len(verdicts) != count:  # a server that does not enforce the schema's length
-        raise JudgeReplyError(f"{len(verdicts)} verdicts for {count} items")
-    return verdicts
+    async def _verdicts(self, predictor: dspy.Predict, calls: list[dict[str, str]]) -> list[str]:
+        """One verdict per call, in order."""
+        if self.concurrent:
+            replies = await asyncio.gather(*(predictor.acall(**inputs) for inputs in calls))
+        else:
+            replies = [await predictor.acall(**inputs) for inputs in calls]
+        return [reply.verdict for reply in replies]
 
 
 def _judge_errors() -> tuple[type[BaseException], ...]:
     """A judge reply that cannot be read, or a judge that does not answer."""
     from dspy.utils.exceptions import AdapterParseError, LMServerError, LMTimeoutError, LMTransportError
 
-    return (
-        AdapterParseError,
-        JudgeReplyError,
-        LMServerError,
-        LMTimeoutError,
-        LMTransportError,
-        TimeoutError,
-        OSError,
-    )
+    return (AdapterParseError, LMServerError, LMTimeoutError, LMTransportError, TimeoutError, OSError)
 
 
 def judgement_row(judgement: Judgement) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 It reads which fields the reply must have from the request's JSON schema (docfinder's
 adapter always sends one) and fills them from the prompt: the domain ``general``, the
 question itself as a rephrasing, an answer that quotes the first passage and cites it as
-[1], and ``yes`` for both checks. As an answer judge it gives one verdict per numbered item
-by word overlap (:func:`judge_verdicts`). Same prompt, same reply, whichever process asks. It runs
+[1], and ``yes`` for both checks. As an answer judge it gives its verdict on each item
+by word overlap (:func:`judge_verdict`). Same prompt, same reply, whichever process asks. It runs
 in its own thread, so subprocesses (the CLI, an MCP stdio server) can use it too; it can be
 told to answer slowly or to refuse with 503s, and streams its reply when asked to.
 """
@@ -42,8 +42,8 @@ def reply_fields(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
             reply[name] = [1] if first else []
         elif name in {"supported", "useful"}:
             reply[name] = "yes"
-        elif name == "verdicts":
-            reply[name] = judge_verdicts(inputs)
+        elif name == "verdict":
+            reply[name] = judge_verdict(inputs)
         else:
             reply[name] = f"A {name} for the test."
     return reply
@@ -71,58 +71,30 @@ def _terms(text: str) -> set[str]:
     return {t.rstrip(".,") for t in _TERM.findall(text.lower())} - _STOPWORDS
 
 
-def _numbered_lines(text: str) -> list[str]:
-    return re.findall(r"(?m)^\d+\. (.*)$", text)
-
-
-def _passages(text: str) -> dict[int, str]:
-    """``[n] ...`` blocks by their number."""
-    return {int(n): body for n, body in re.findall(r"(?ms)^\[(\d+)\] (.*?)(?=^\[\d+\] |\Z)", text)}
-
-
-def judge_verdicts(inputs: dict[str, str]) -> list[str]:
+def judge_verdict(inputs: dict[str, str]) -> str:
     """The deterministic judge: which signature is asked is told by its input fields.
 
-    - statements (against a context): yes when every term of the statement is in the context;
-    - citations: yes when every term of the statement is in the passage it cites;
-    - passages useful for a reference answer: yes when the passage shares a number, or two
-      words, with the reference;
-    - items relevant to a question: yes when the item shares a word with the question.
+    - a statement (against a context, or the one passage it cites): yes when every term of the
+      statement is in it;
+    - a passage useful for a reference answer: yes when it shares a number, or two words, with it;
+    - a text relevant to a question: yes when it shares a word with the question.
     """
-
-    def verdict(ok: bool) -> str:
-        return "yes" if ok else "no"
-
-    if "statements" in inputs:
-        context = _terms(inputs.get("context", ""))
-        return [verdict(_terms(s) <= context) for s in _numbered_lines(inputs["statements"])]
-    if "citations" in inputs:
-        passages = _passages(inputs.get("passages", ""))
-        lines = [
-            re.fullmatch(r"(.*) — cites \[(\d+)\]", line) for line in _numbered_lines(inputs["citations"])
-        ]
-        return [verdict(m is not None and _terms(m[1]) <= _terms(passages.get(int(m[2]), ""))) for m in lines]
+    if "statement" in inputs:
+        supported = _terms(inputs["statement"]) <= _terms(inputs.get("context", ""))
+        return "yes" if supported else "no"
     if "reference_answer" in inputs:
-        reference = _terms(inputs["reference_answer"])
+        reference, passage = _terms(inputs["reference_answer"]), _terms(inputs.get("passage", ""))
         numbers = {t for t in reference if t[0].isdigit()}
-        return [
-            verdict(bool(_terms(p) & numbers) or len(_terms(p) & reference) >= 2)
-            for p in _passages(inputs.get("passages", "")).values()
-        ]
-    items = inputs.get("items", "")
-    listed = list(_passages(items).values()) or _numbered_lines(items)
-    question = _terms(inputs.get("question", ""))
-    return [verdict(bool(_terms(item) & question)) for item in listed]
+        return "yes" if passage & numbers or len(passage & reference) >= 2 else "no"
+    return "yes" if _terms(inputs.get("text", "")) & _terms(inputs.get("question", "")) else "no"
 
 
 class FakeLLMServer:
     """``with FakeLLMServer() as llm:`` then point ``llm_api_base`` at ``llm.url``."""
 
-    def __init__(
-        self, delay_s: float = 0.0, token_delay_s: float = 0.0, short_verdicts: bool = False
-    ) -> None:
+    def __init__(self, delay_s: float = 0.0, token_delay_s: float = 0.0, bad_verdicts: bool = False) -> None:
         self.delay_s = delay_s
-        self.short_verdicts = short_verdicts  # a judge that gives one verdict too few
+        self.bad_verdicts = bad_verdicts  # a judge whose verdicts are neither yes nor no
         self.prompts: list[str] = []  # every user prompt received, in order
         self.schemas: list[dict[str, Any]] = []  # and the reply schema each one asked for
         self.token_delay_s = token_delay_s
@@ -190,8 +162,8 @@ class FakeLLMServer:
         self.prompts.append(prompt)
         self.schemas.append(schema)
         fields = reply_fields(schema, prompt)
-        if self.short_verdicts and fields.get("verdicts"):
-            fields["verdicts"] = fields["verdicts"][:-1]
+        if self.bad_verdicts and "verdict" in fields:
+            fields["verdict"] = "maybe"
         content = json.dumps(fields)
         if body.get("stream"):
             return await self._stream(request, body, content, len(prompt) // 4)

@@ -25,3 +25,21 @@ def test_an_openai_compatible_server_gets_a_standard_json_schema():
         "domain",
         "rephrased",
     ]
+
+
+def test_a_fields_constraints_reach_the_schema():
+    from typing import Annotated
+
+    import dspy
+    from annotated_types import Len
+
+    class Pick(dspy.Signature):
+        """Pick two."""
+
+        options: str = dspy.InputField()
+        picked: Annotated[list[str], Len(2, 2)] = dspy.OutputField()
+
+    kwargs: dict = {}
+    make_adapter(load_settings())._prepare_response_format(None, kwargs, Pick)
+    picked = kwargs["response_format"]["schema"]["properties"]["picked"]
+    assert picked["minItems"] == picked["maxItems"] == 2
