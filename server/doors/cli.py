@@ -435,6 +435,7 @@ async def _optimize(args: argparse.Namespace, settings: Settings) -> int:
                 args.feedback,
                 args.out,
                 judged_by=judged_by,
+                judge_is_server=bool(args.judge_api_base or settings.llm_api_base),
                 questions=questions,
                 questions_path=args.questions,
                 optimizer=args.optimizer,

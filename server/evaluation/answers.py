@@ -249,7 +249,8 @@ async def _answer_and_judge(
 ) -> list[dict[str, Any]]:
     import dspy
 
-    judge = AnswerJudge()
+    # A server judges the items of a metric at once; the embedded model takes them in order.
+    judge = AnswerJudge(concurrent=judge_api_base is not None or settings.llm_api_base is not None)
     rows: list[dict[str, Any]] = []
     answering = any(row is None for _, row in pending)
     async with AsyncExitStack() as stack:

@@ -204,10 +204,10 @@ class _Bridge:
 class _Scorer:
     """Scores answers: the judge's faithfulness (under the judge's LM) and the deterministic parts."""
 
-    def __init__(self, service: DocfinderService, judged_by: dict[str, Any]) -> None:
+    def __init__(self, service: DocfinderService, judged_by: dict[str, Any], concurrent: bool) -> None:
         self.service = service
         self.judged_by = judged_by
-        self.judge = AnswerJudge()
+        self.judge = AnswerJudge(concurrent=concurrent)
 
     async def score(self, example: FeedbackExample, answer: AgentAnswer) -> float:
         import dspy
@@ -258,6 +258,7 @@ async def optimize_program(
     out: Path,
     *,
     judged_by: dict[str, Any],
+    judge_is_server: bool = False,
     questions: Sequence[Question] = (),
     questions_path: Path | None = None,
     optimizer: Optimizer = "bootstrap",
@@ -267,13 +268,14 @@ async def optimize_program(
 ) -> dict[str, Any]:
     """Compile a better answering program from ``feedback_path``; see the module docstring.
 
-    The report says whether the program was saved (``saved``) and why not.
+    The report says whether the program was saved (``saved``) and why not. ``judged_by`` is
+    the judge's ``dspy.context`` (LM, adapter); ``judge_is_server``: it takes calls at once.
     """
     import dspy
 
     examples = feedback_examples(load_items(feedback_path), questions)
     train, validation = split_examples(examples, validation_share, seed)
-    scorer = _Scorer(service, judged_by)
+    scorer = _Scorer(service, judged_by, concurrent=judge_is_server)
     live = service.agent
     before = await scorer.validate(live, validation)
 
