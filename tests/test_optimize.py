@@ -46,20 +46,24 @@ def item(question: str, rating: int | None, answer: str = "an answer", label: st
     }
 
 
-def test_feedback_becomes_positive_and_negative_examples_with_gold_references():
+def test_feedback_becomes_examples_with_references_and_rejected_answers():
     items = [
         item("q1", 5),
-        item("q1", 2),  # as many good as bad: still a positive example
+        item("q1", 2),  # as many good as bad: the good answer is the reference, nothing rejected
         item("q2", 1, answer="Revenue was 12 [1]."),
         item("q3", None, label="Perfect answer, accurate"),
         item("q4", None),  # nobody judged it
+        item("q5", 3),  # neither good nor bad
+        item("q6", 1, answer="It was $9 million."),  # judged bad, but its gold answer is known
     ]
-    gold = [Question("q3", "3 *.pdf", "It was $1,234 million.")]
+    gold = [Question("q3", "3 *.pdf", "It was $1,234 million."), Question("q6", "6 *.pdf", "It was $6,000.")]
     examples = {e.question: e for e in feedback_examples(items, gold)}
-    assert set(examples) == {"q1", "q2", "q3"}
+    assert set(examples) == {"q1", "q2", "q3", "q6"}
     assert examples["q1"].positive and examples["q1"].reference_sources == ("file:///a.pdf",)
+    assert examples["q1"].rejected is None
     assert not examples["q2"].positive and examples["q2"].rejected == "Revenue was 12 [1]."
     assert examples["q3"].reference == "It was $1,234 million." and examples["q3"].gold_docs == "3 *.pdf"
+    assert examples["q6"].positive and examples["q6"].rejected == "It was $9 million."
 
 
 def test_the_split_is_seeded_keeps_negatives_out_of_training_and_refuses_too_little():
@@ -89,6 +93,11 @@ def test_an_answer_scores_by_gold_figures_gold_documents_and_faithfulness():
     rejected = FeedbackExample("q", rejected="Revenue was 12 million dollars [1].")
     assert answer_score(rejected, answered("Revenue was 12 million dollars [1]."), 1.0, {}) == 0.0
     assert answer_score(rejected, answered("Net sales were $81,797 million [1]."), 1.0, {}) == 1.0
+    both = FeedbackExample(
+        "q", reference="Sales were $81,797 million.", rejected="Sales were $90,000 million."
+    )
+    assert answer_score(both, answered("Sales were $90,000 million."), 1.0, {}) == 0.0  # what people rejected
+    assert answer_score(both, answered("Sales were $81,797 million [1]."), 1.0, {}) == 1.0
 
 
 def test_a_program_is_saved_only_when_it_learnt_something_and_does_not_score_lower():

@@ -3,17 +3,19 @@
 The loop ESOFinder's authors collected feedback for, closed with DSPy:
 
 1. An exported feedback set (``docfinder feedback export``) becomes examples, one per
-   question: judged good (rating ≥ 4, or a "correct" label) more often than bad, a positive
-   example whose reference is the gold answer of ``--questions`` when the question is there,
-   else the good answer itself, and whose reference sources are the good answer's sources;
-   otherwise a negative example that carries the rejected answer.
-2. A seeded split: a share of the positives and of the negatives (at least one) for
-   validation; the training set holds positives only (a demo must be an answer worth copying).
-3. The score of an answer: for a positive example, the mean of the reference's figures found
-   in the answer and its quoted evidence (when it has figures), whether a cited document is a
-   reference document (when it has sources) and the judge's faithfulness; for a negative one,
-   the faithfulness, and 0 when the answer repeats the rejected one. An answer the agent could
-   not give scores 0.
+   judged question. Its reference is the gold answer of ``--questions`` when the question is
+   there, else the answer people judged good (rating ≥ 4, or a "correct" label) when they did
+   so at least as often as bad; its reference sources, the good answer's sources. An answer
+   judged bad (rating ≤ 2, or another label) more often than good is the example's rejected
+   answer. Rating 3 is neither.
+2. A seeded split: a share of the examples with a reference, and of those with only a
+   rejected answer (at least one), for validation; the training set holds examples with a
+   reference only (a demo must be an answer worth copying).
+3. The score of an answer: 0 when it repeats the rejected answer, or when the agent could
+   not answer; else, with a reference, the mean of the reference's figures found in the
+   answer and its quoted evidence (when it has figures), whether a cited document is a
+   reference document (when it has sources) and the judge's faithfulness; without one, the
+   faithfulness.
 4. The live program is scored on the validation set, the optimiser (BootstrapFewShot by
    default; MIPROv2 ``auto="light"`` when asked) compiles the agent's signatures from the
    training set, the compiled program is scored on the same validation set, and it is saved
@@ -70,7 +72,8 @@ class FeedbackExample:
 
     @property
     def positive(self) -> bool:
-        return self.rejected is None
+        """Whether it shows what a good answer holds (and so can teach): it has a reference."""
+        return self.reference is not None
 
 
 def feedback_examples(
@@ -85,20 +88,32 @@ def feedback_examples(
     examples = []
     for question, group in judged.items():
         good = [i for i in group if is_good(i["rating"], i["label"])]
-        if len(good) * 2 >= len(group):
-            best = good[-1]
-            known = gold.get(question)
-            examples.append(
-                FeedbackExample(
-                    question,
-                    reference=known.answer if known else best["answer"],
-                    reference_sources=tuple(dict.fromkeys(_document(s) for s in best["sources"])),
-                    gold_docs=known.gold_docs if known else None,
-                )
+        bad = [i for i in group if _is_bad(i["rating"], i["label"])]
+        known = gold.get(question)
+        liked = good[-1] if good and len(good) >= len(bad) else None
+        reference = known.answer if known else (liked["answer"] if liked else None)
+        rejected = bad[-1]["answer"] if len(bad) > len(good) else None
+        if reference is None and rejected is None:
+            continue  # judged neither good nor bad
+        examples.append(
+            FeedbackExample(
+                question,
+                reference=reference,
+                reference_sources=tuple(dict.fromkeys(_document(s) for s in liked["sources"]))
+                if liked
+                else (),
+                gold_docs=known.gold_docs if known else None,
+                rejected=rejected,
             )
-        else:
-            examples.append(FeedbackExample(question, rejected=group[-1]["answer"]))
+        )
     return examples
+
+
+def _is_bad(rating: int | None, label: str | None) -> bool:
+    """A judgement that the answer was wrong: a rating of 1 or 2, or a label that is not a good one."""
+    if label is not None:
+        return not is_good(rating, label)
+    return rating is not None and rating <= 2
 
 
 def split_examples(
@@ -116,8 +131,8 @@ def split_examples(
     held = max(1, round(len(positives) * validation_share))
     if len(positives) - held < 1:
         raise InvalidRequestError(
-            f"{len(positives)} well-rated question(s): at least two are needed "
-            "(one to learn from, one to check)"
+            f"{len(positives)} question(s) with a reference (a gold answer, or an answer judged good): "
+            "at least two are needed (one to learn from, one to check)"
         )
     negatives_held = max(1, round(len(negatives) * validation_share)) if negatives else 0
     return positives[held:], positives[:held] + negatives[:negatives_held]
@@ -127,11 +142,11 @@ def answer_score(
     example: FeedbackExample, answer: AgentAnswer, faithfulness: float | None, prefixes: dict[str, str]
 ) -> float:
     """How good ``answer`` is for ``example`` (see the module docstring), in [0, 1]."""
-    if answer.outcome != "answered":
+    if answer.outcome != "answered" or (example.rejected and repeats(answer.answer, example.rejected)):
         return 0.0
     faithful = faithfulness or 0.0
     if not example.positive:
-        return 0.0 if repeats(answer.answer, example.rejected or "") else faithful
+        return faithful
     parts = [faithful]
     wanted = figures(example.reference or "")
     if wanted:
