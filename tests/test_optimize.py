@@ -74,6 +74,10 @@ def test_the_split_is_seeded_keeps_negatives_out_of_training_and_refuses_too_lit
     assert split_examples(examples, 0.3, seed=2) != (train, validation)
     assert len(train) == 5 and all(e.positive for e in train)
     assert sum(not e.positive for e in validation) == 1 and len(validation) == 3
+    again = [FeedbackExample(f"rejected {n}", reference="x", rejected="y") for n in range(5)]
+    train, _ = split_examples(again + examples, 0.3, seed=1)
+    rejected_first = [e.rejected is not None for e in train]
+    assert rejected_first == sorted(rejected_first) and len(set(rejected_first)) == 2  # likelier demos first
     with pytest.raises(InvalidRequestError, match="at least two"):
         split_examples([FeedbackExample("only", reference="x")], 0.3, seed=0)
 

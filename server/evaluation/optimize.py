@@ -135,7 +135,10 @@ def split_examples(
             "at least two are needed (one to learn from, one to check)"
         )
     negatives_held = max(1, round(len(negatives) * validation_share)) if negatives else 0
-    return positives[held:], positives[:held] + negatives[:negatives_held]
+    # The bootstrap stops at its first good runs: try first the questions whose answer nobody
+    # rejected (at temperature 0 the program would give a rejected answer again).
+    train = sorted(positives[held:], key=lambda e: e.rejected is not None)
+    return train, positives[:held] + negatives[:negatives_held]
 
 
 def answer_score(
