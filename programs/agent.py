@@ -262,6 +262,10 @@ class _Run:
             raise LLMUnavailableError(f"the language model cannot be reached: {exc}") from exc
         except _parse_errors() as exc:
             raise LLMUnavailableError(f"the language model's reply could not be read: {exc}") from exc
+        except _too_long_errors() as exc:
+            raise LLMUnavailableError(
+                f"the prompt is longer than the language model's window: {exc}"
+            ) from exc
         by_model = usage.get_total_tokens().values()
         tokens = {
             "prompt": sum(u.get("prompt_tokens") or 0 for u in by_model),
@@ -496,6 +500,13 @@ def _unavailable_errors() -> tuple[type[BaseException], ...]:
     from dspy.utils.exceptions import LMRateLimitError, LMServerError, LMTimeoutError, LMTransportError
 
     return (OSError, LMTransportError, LMTimeoutError, LMServerError, LMRateLimitError)
+
+
+def _too_long_errors() -> tuple[type[BaseException], ...]:
+    """A prompt the model cannot read whole (its context window is too small for it)."""
+    from dspy.utils.exceptions import ContextWindowExceededError
+
+    return (ContextWindowExceededError,)
 
 
 def _parse_errors() -> tuple[type[BaseException], ...]:

@@ -329,3 +329,26 @@ def test_an_unreadable_llm_reply_gives_a_sources_only_answer():
     result, _ = run(agent, model, ScriptedRetriever(HITS))
     assert result.outcome == "llm_unavailable" and [c.passage_id for c in result.citations] == ["doc-0001"]
     assert "could not be read" in result.trace[-1]["error"]
+
+
+class WindowTooSmallLM(dspy.BaseLM):
+    """An LM whose context window the prompt does not fit (as llama.cpp's server answers then)."""
+
+    def __init__(self) -> None:
+        super().__init__("small-window")
+
+    async def aforward(self, prompt=None, messages=None, **kwargs):
+        from dspy.utils.exceptions import ContextWindowExceededError
+
+        raise ContextWindowExceededError(
+            model="small", message="maximum context length is 4096 tokens, requested 5008"
+        )
+
+    def forward(self, prompt=None, messages=None, **kwargs):
+        raise AssertionError("the agent calls the LM asynchronously")
+
+
+def test_a_prompt_longer_than_the_models_window_gives_a_sources_only_answer():
+    result, _ = run(AnswerAgent(DOMAINS), WindowTooSmallLM(), ScriptedRetriever(HITS))
+    assert result.outcome == "llm_unavailable" and [c.passage_id for c in result.citations] == ["doc-0001"]
+    assert "longer than the language model's window" in result.trace[-1]["error"]

@@ -22,6 +22,7 @@ from server.evaluation.feedback_report import export_items, load_items
 from server.evaluation.optimize import (
     FeedbackExample,
     answer_score,
+    drop_long_demos,
     feedback_examples,
     optimize_program,
     split_examples,
@@ -102,6 +103,16 @@ def test_an_answer_scores_by_gold_figures_gold_documents_and_faithfulness():
     )
     assert answer_score(both, answered("Sales were $90,000 million."), 1.0, {}) == 0.0  # what people rejected
     assert answer_score(both, answered("Sales were $81,797 million [1]."), 1.0, {}) == 1.0
+
+
+def test_demos_too_long_for_the_llms_window_are_dropped():
+    agent = AnswerAgent({})
+    agent.generate.demos = [dspy.Example(question="q", passages="x" * 4000, answer="a [1]")]
+    agent.understand.demos = [dspy.Example(message="q", standalone_question="q", domain="general")]
+    assert drop_long_demos(agent, context_tokens=4096) == {
+        "generate": 1
+    }  # 4,000 chars > 15 % of 4,096 tokens
+    assert agent.generate.demos == [] and len(agent.understand.demos) == 1
 
 
 def test_a_program_is_saved_only_when_it_learnt_something_and_does_not_score_lower():

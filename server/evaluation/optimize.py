@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 Optimizer = Literal["bootstrap", "mipro"]
 REPEAT_SIMILARITY = 0.9  # word overlap (Jaccard) at which a new answer repeats a rejected one
 DEMO_THRESHOLD = 0.5  # the least score a bootstrapped run needs to become a demo
+DEMO_SHARE = 0.15  # the most of the LLM's context window one demo may take
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +176,23 @@ def repeats(answer: str, rejected: str) -> bool:
     if not said or not before:
         return False
     return len(said & before) / len(said | before) >= REPEAT_SIMILARITY
+
+
+def drop_long_demos(program: Any, context_tokens: int) -> dict[str, int]:
+    """Remove the demos longer than ``DEMO_SHARE`` of the LLM's context window; how many, per predictor.
+
+    A demo is sent with every call: a generate demo carries its own evidence, and on the
+    embedded model (4,096 tokens) it and the question's evidence do not fit together (the
+    run of 23 November 2026 failed so). Length is estimated at four characters a token.
+    """
+    limit = DEMO_SHARE * context_tokens * 4
+    dropped = {}
+    for name, predictor in program.named_predictors():
+        kept = [d for d in predictor.demos if sum(len(str(v)) for v in dict(d).values()) <= limit]
+        if len(kept) < len(predictor.demos):
+            dropped[name] = len(predictor.demos) - len(kept)
+        predictor.demos = kept
+    return dropped
 
 
 def why_not_save(before: float, after: float, demos_learnt: int, optimizer: Optimizer) -> str | None:
@@ -334,6 +352,7 @@ async def optimize_program(
 
     with contextlib.redirect_stdout(sys.stderr):  # DSPy prints progress; stdout is the report
         compiled = await asyncio.to_thread(compile_program)
+    dropped = drop_long_demos(compiled.agent, service.settings.llm_context_tokens)
     learnt = sum(len(p.demos) for _, p in compiled.agent.named_predictors())
     after = await scorer.validate(compiled.agent, validation)
 
@@ -350,6 +369,7 @@ async def optimize_program(
         "validation_before": before,
         "validation_after": after,
         "demos_learnt": learnt,
+        "demos_dropped_too_long": dropped,
         "out": str(out),
     }
     refusal = why_not_save(before["score"], after["score"], learnt, optimizer)
