@@ -35,6 +35,7 @@ from pipeline.errors import ConfigurationError, InvalidRequestError
 from pipeline.figures import figures, stated_figures
 from programs.judge import JUDGED_METRICS, AnswerJudge, JudgeCase, judgement_row
 from server.evaluation.context import Question, load_questions
+from server.evaluation.report_format import read_jsonl
 from server.evaluation.retrieval import percentile
 from server.models.llm import judge_lm_settings, make_adapter, open_lm
 from server.service import open_service, run_ingest
@@ -91,20 +92,9 @@ def answer_row(question: Question, agent: AgentAnswer, seconds: float) -> dict[s
 
 def read_answer_rows(path: Path, questions: Sequence[Question]) -> list[tuple[Question, dict[str, Any]]]:
     """Rows written by an earlier run (``--answers``), each with its question (matched by text)."""
-    if not path.is_file():
-        raise InvalidRequestError(f"{path} does not exist")
     by_text = {q.text: q for q in questions}
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidRequestError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-        missing = {"question", "answer", "outcome", "context", "citations"} - set(row)
-        if missing:
-            raise InvalidRequestError(f"{path}:{number}: missing {', '.join(sorted(missing))}")
+    for number, row in read_jsonl(path, {"question", "answer", "outcome", "context", "citations"}):
         if row["question"] not in by_text:
             raise InvalidRequestError(f"{path}:{number}: the question is not in the question file")
         question = by_text[row["question"]]

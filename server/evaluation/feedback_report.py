@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.answers import FEEDBACK_LABELS, FeedbackRecord
-from pipeline.errors import InvalidRequestError
-from server.evaluation.report_format import markdown_to_html, pyplot, save_chart, table_cell
+from server.evaluation.report_format import markdown_to_html, pyplot, read_jsonl, save_chart, table_cell
 
 # Judgements that make an answer's sources gold for its question.
 GOOD_LABELS = {"Perfect answer, accurate", "Correct, but too verbose"}
@@ -192,18 +191,4 @@ def is_good(rating: int | None, label: str | None) -> bool:
 
 def load_items(path: Path) -> list[dict[str, Any]]:
     """An exported evaluation set, checked line by line."""
-    if not path.is_file():
-        raise InvalidRequestError(f"{path} does not exist")
-    items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidRequestError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-        missing = {"question", "sources", "rating", "label"} - set(item)
-        if missing:
-            raise InvalidRequestError(f"{path}:{number}: missing {', '.join(sorted(missing))}")
-        items.append(item)
-    return items
+    return [item for _, item in read_jsonl(path, {"question", "sources", "rating", "label"})]

@@ -1,10 +1,34 @@
-"""What the evaluation reports share: a small Markdown subset rendered to HTML, and charts as PNG."""
+"""What the evaluation files and reports share: JSONL reading, a small Markdown subset rendered to
+HTML, and charts as PNG."""
 
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 from typing import Any
+
+from pipeline.errors import InvalidRequestError
+
+
+def read_jsonl(path: Path, required: set[str]) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of a JSONL file with their line numbers, each checked for the ``required`` keys;
+    a missing file, a line that is not JSON or lacks a key is an error naming the file and line."""
+    if not path.is_file():
+        raise InvalidRequestError(f"{path} does not exist")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidRequestError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+        missing = required - set(record)
+        if missing:
+            raise InvalidRequestError(f"{path}:{number}: missing {', '.join(sorted(missing))}")
+        records.append((number, record))
+    return records
 
 
 def table_cell(text: str) -> str:
