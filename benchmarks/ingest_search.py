@@ -69,6 +69,7 @@ async def _search_latency(settings, questions: list[str]) -> dict[str, Any]:
             encode.append((time.perf_counter() - started) * 1000)
         results["query_encode"] = {
             "embedder": service.embedder.name,
+            "backend": service.embedder.backend,
             "p50_ms": round(statistics.median(encode), 2),
             "p95_ms": round(percentile(encode, 0.95), 2),
         }

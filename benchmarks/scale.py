@@ -53,6 +53,7 @@ class RandomEmbedder:
     """Random unit vectors, the same for the same text: a stand-in that costs no model."""
 
     name = "synthetic-random"
+    backend = "numpy"
     dimensions = DIMENSIONS
     max_tokens = 256
     tokenizer = None

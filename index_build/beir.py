@@ -23,7 +23,7 @@ from index_build.builder import (
     IngestProgress,
     NoProgress,
     VersionPart,
-    embedder_manifest,
+    built_by,
     write_version,
 )
 from index_build.layout import writer_lock
@@ -79,11 +79,7 @@ def index_corpus(
     sha = file_sha256(corpus)
     try:
         cached = open_live(index_dir)
-        if (
-            cached.files
-            and cached.files[0].sha256 == sha
-            and cached.manifest["embedder"] == embedder_manifest(embedder)
-        ):
+        if cached.files and cached.files[0].sha256 == sha and built_by(cached.manifest, embedder):
             return cached
     except (IndexNotFoundError, IndexCorruptError) as exc:
         log.info("no usable cached index for %s (%s): building one", dataset_dir.name, exc)

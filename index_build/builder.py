@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -204,8 +204,8 @@ def _open_live_or_none(index_dir: Path) -> IndexSnapshot | None:
 
 def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOptions) -> bool:
     """Whether chunks and embeddings of ``snapshot`` are valid for this build's settings."""
-    same_embedder = snapshot.manifest["embedder"] == embedder_manifest(embedder)
-    return same_embedder and snapshot.manifest["chunking"] == chunking_manifest(options)
+    same_chunking = snapshot.manifest["chunking"] == chunking_manifest(options)
+    return same_chunking and built_by(snapshot.manifest, embedder)
 
 
 def chunking_manifest(options: IngestOptions) -> dict[str, object]:
@@ -217,10 +217,19 @@ def embedder_manifest(embedder: Embedder) -> dict[str, object]:
     """What the manifest records of the embedder; embeddings are reusable only if it matches."""
     return {
         "name": embedder.name,
+        "backend": embedder.backend,
         "dimensions": embedder.dimensions,
         "max_tokens": embedder.max_tokens,
         "text_version": MODEL_TEXT_VERSION,
     }
+
+
+def built_by(manifest: dict[str, Any], embedder: Embedder) -> bool:
+    """Whether the index of ``manifest`` holds vectors of this embedder (name, backend, size).
+
+    Manifests written before backends existed were all built on PyTorch."""
+    recorded = {"backend": "torch", **manifest.get("embedder", {})}
+    return recorded == embedder_manifest(embedder)
 
 
 def _sources_outside(snapshot: IndexSnapshot, roots: set[Path]) -> list[SourceFile]:

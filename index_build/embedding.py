@@ -50,12 +50,16 @@ class HuggingFaceTokenizer:
         return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
 
 
-class SentenceTransformerEmbedder:
-    """An :class:`~pipeline.protocols.Embedder` over a local sentence-transformers folder.
+class LocalEmbedder:
+    """What every :class:`~pipeline.protocols.Embedder` over a local model folder shares: the
+    folder's name, tokenizer and window, and the memory of recent query vectors.
 
-    The torch model loads on first use, so commands that only need the tokenizer (or only
-    BM25) never pay for it. ``encode`` is thread-safe: callers run it off the event loop.
+    Subclasses load their model on first use (``dimensions``, ``embed``), so commands that
+    only need the tokenizer (or only BM25) never pay for it. ``embed`` is thread-safe:
+    callers run it off the event loop.
     """
+
+    backend = "abstract"
 
     def __init__(self, model_dir: Path, batch_size: int = 32) -> None:
         if not (model_dir / "modules.json").is_file() and not (model_dir / "config.json").is_file():
@@ -67,6 +71,30 @@ class SentenceTransformerEmbedder:
         self.max_tokens = _max_seq_length(model_dir)
         self._lock = threading.Lock()
         self._remembered_query = lru_cache(maxsize=QUERIES_REMEMBERED)(self._encode_query)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's vector, read-only. One question embeds the same query several times (the
+        search, the in-document search, the context order): the last queries are remembered."""
+        return self._remembered_query(text)
+
+    def forget_queries(self) -> None:
+        """Drop the remembered query vectors (benchmarks time queries as if asked for the first time)."""
+        self._remembered_query.cache_clear()
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        vector = self.embed([text])[0]
+        vector.setflags(write=False)  # shared by every caller of the cache
+        return vector
+
+
+class SentenceTransformerEmbedder(LocalEmbedder):
+    """The model run by sentence-transformers on PyTorch: the reference every other backend
+    is measured against."""
+
+    backend = "torch"
 
     @cached_property
     def dimensions(self) -> int:  # type: ignore[override]
@@ -88,20 +116,6 @@ class SentenceTransformerEmbedder:
             list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True
         )
         return vectors.astype(np.float32, copy=False)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """The query's vector, read-only. One question embeds the same query several times (the
-        search, the in-document search, the context order): the last queries are remembered."""
-        return self._remembered_query(text)
-
-    def forget_queries(self) -> None:
-        """Drop the remembered query vectors (benchmarks time queries as if asked for the first time)."""
-        self._remembered_query.cache_clear()
-
-    def _encode_query(self, text: str) -> np.ndarray:
-        vector = self.embed([text])[0]
-        vector.setflags(write=False)  # shared by every caller of the cache
-        return vector
 
 
 def _max_seq_length(model_dir: Path) -> int:

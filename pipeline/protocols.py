@@ -28,6 +28,7 @@ class Embedder(Protocol):
     """Turns texts into unit-length float32 vectors (cosine similarity = dot product)."""
 
     name: str
+    backend: str  # how the model runs ("torch", "onnx-int8"): vectors of two backends differ slightly
     dimensions: int
     max_tokens: int
     tokenizer: Tokenizer

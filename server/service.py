@@ -27,6 +27,7 @@ from index_build.builder import (
     IngestProgress,
     IngestReport,
     NoProgress,
+    built_by,
     embedder_manifest,
     ingest,
 )
@@ -827,11 +828,10 @@ async def run_enriched_ingest(
 
 def _check_embedder(snapshot: IndexSnapshot, embedder: Embedder) -> None:
     """Refuse an index whose vectors another embedder made: its dense search would be noise."""
-    built_by = snapshot.manifest.get("embedder", {})
-    serving = embedder_manifest(embedder)
-    if built_by != serving:
+    if not built_by(snapshot.manifest, embedder):
         raise ConfigurationError(
-            f"index version {snapshot.version_id} was built with the embedder {built_by}, but this server "
-            f"embeds queries with {serving}: run `docfinder ingest` with this embedder to rebuild the "
-            "index, or set DOCFINDER_EMBEDDER_PATH to the model that built it"
+            f"index version {snapshot.version_id} was built with the embedder "
+            f"{snapshot.manifest.get('embedder', {})}, but this server embeds queries with "
+            f"{embedder_manifest(embedder)}: run `docfinder ingest` with this embedder to rebuild the "
+            "index, or set DOCFINDER_EMBEDDER_PATH / DOCFINDER_EMBEDDER_BACKEND to what built it"
         )

@@ -151,6 +151,16 @@ class Settings(BaseSettings):
     embedder_path: Path | None = Field(
         None, description="Local sentence-transformers folder; default: the packaged all-MiniLM-L6-v2."
     )
+    embedder_backend: Literal["torch", "onnx", "onnx-int8"] = Field(
+        "torch",
+        description="How the embedder runs: PyTorch (sentence-transformers), or the same model exported "
+        "once to ONNX (float, or int8-quantised) and run by ONNX Runtime. An index is served only by "
+        "the backend that built it.",
+    )
+    embedder_cache_dir: Path | None = Field(
+        None,
+        description="Where ONNX exports of the embedder are kept; default: `.embedders` in the index folder.",
+    )
     pdf_models_dir: Path | None = Field(
         None,
         description="docling layout/table model artifacts; when set, PDFs use docling's standard pipeline.",

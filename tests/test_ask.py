@@ -119,7 +119,7 @@ class _OtherEmbedder:
 
     def __init__(self, inner) -> None:
         self.inner = inner
-        self.name, self.dimensions = "another-model", inner.dimensions
+        self.name, self.backend, self.dimensions = "another-model", inner.backend, inner.dimensions
         self.max_tokens, self.tokenizer = inner.max_tokens, inner.tokenizer
 
     def embed(self, texts):

@@ -15,8 +15,17 @@ from server.settings import Settings
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The configured sentence-transformers embedder (the packaged MiniLM by default)."""
-    return SentenceTransformerEmbedder(settings.embedder_path or default_embedder_path())
+    """The configured embedder (the packaged MiniLM by default) on the configured backend."""
+    model_dir = settings.embedder_path or default_embedder_path()
+    if settings.embedder_backend == "torch":
+        return SentenceTransformerEmbedder(model_dir)
+    from index_build.onnx_embedding import OnnxEmbedder
+
+    return OnnxEmbedder(
+        model_dir,
+        settings.embedder_cache_dir or settings.index_dir / ".embedders",
+        quantized=settings.embedder_backend == "onnx-int8",
+    )
 
 
 def make_reranker(settings: Settings) -> Reranker | None:

@@ -1,0 +1,94 @@
+"""The ONNX embedder: the packaged MiniLM exported locally, compared with PyTorch, cached, and
+never allowed to serve an index another backend built."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from index_build.builder import built_by, embedder_manifest, ingest
+from index_build.embedding import default_embedder_path
+from index_build.onnx_embedding import OnnxEmbedder
+from pipeline.errors import ConfigurationError
+from server.models.factories import make_embedder
+from server.service import open_service
+from server.settings import load_settings
+
+SAMPLE = [
+    "Proposals are due on the first Monday of October.",
+    "Net revenue for the three months ended July 1, 2023 was $12,949 million, down 15 %.",
+    "x",
+    "The telescope's adaptive optics correct for atmospheric turbulence at 1 kHz. " * 12,
+    "How do I reset my password?",
+    "Observing time is allocated by the programme committee twice a year.",
+    "Les propositions doivent être soumises avant la date limite.",
+    "Table: Segment | Q2 2023 | Q2 2022 — Client Computing Group | 6,780 | 7,661",
+]
+
+
+@pytest.fixture(scope="session")
+def export_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("embedders")
+
+
+@pytest.fixture(scope="session")
+def int8_embedder(export_dir):
+    return OnnxEmbedder(default_embedder_path(), export_dir, quantized=True)
+
+
+@pytest.mark.parametrize("quantized, floor", [(False, 0.9999), (True, 0.97)])
+def test_onnx_vectors_match_the_pytorch_model(embedder, export_dir, quantized, floor):
+    onnx = OnnxEmbedder(default_embedder_path(), export_dir, quantized=quantized)
+    reference, vectors = embedder.embed(SAMPLE), onnx.embed(SAMPLE)
+    cosines = (reference * vectors).sum(axis=1)
+    assert vectors.shape == reference.shape and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert cosines.mean() >= 0.99, cosines
+    assert cosines.min() >= floor, cosines
+    # One text alone and inside a batch of longer ones (padding) embed alike; int8 activations
+    # are quantised per batch, so there a text's vector depends a little on its batch-mates.
+    assert float(onnx.embed_query(SAMPLE[2]) @ vectors[2]) >= floor
+
+
+def test_the_export_is_made_once_and_a_damaged_one_is_made_again(int8_embedder, export_dir):
+    path = int8_embedder.model_path
+    assert path.parent == export_dir and "onnx-int8" in path.name
+    exported_at = path.stat().st_mtime_ns
+    again = OnnxEmbedder(default_embedder_path(), export_dir, quantized=True)
+    assert again.model_path == path and path.stat().st_mtime_ns == exported_at, "reused, not exported again"
+    assert not list(export_dir.glob(".export-*")), "no scratch folder is left behind"
+
+    path.write_bytes(b"half a file")
+    damaged = OnnxEmbedder(default_embedder_path(), export_dir, quantized=True)
+    assert damaged.embed(SAMPLE[:2]).shape == (2, 384)
+    assert path.stat().st_size > 1_000_000
+
+
+def test_the_backend_is_chosen_by_setting_and_the_export_kept_by_the_index(tmp_path):
+    settings = load_settings(index_dir=tmp_path / "index", embedder_backend="onnx-int8")
+    chosen = make_embedder(settings)
+    assert isinstance(chosen, OnnxEmbedder) and chosen.backend == "onnx-int8"
+    assert chosen.cache_dir == tmp_path / "index" / ".embedders"
+    assert make_embedder(load_settings(index_dir=tmp_path / "index")).backend == "torch"
+
+
+def test_an_index_is_served_only_by_the_backend_that_built_it(
+    tmp_path, embedder, int8_embedder, sample_corpus
+):
+    ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
+    settings = load_settings(index_dir=tmp_path / "index")
+
+    async def start() -> None:
+        async with open_service(settings, embedder=int8_embedder):
+            pass
+
+    with pytest.raises(ConfigurationError, match=r"onnx-int8.*DOCFINDER_EMBEDDER_BACKEND"):
+        asyncio.run(start())
+
+
+def test_indexes_from_before_backends_count_as_built_on_pytorch(embedder, int8_embedder):
+    recorded = {k: v for k, v in embedder_manifest(embedder).items() if k != "backend"}
+    assert built_by({"embedder": recorded}, embedder)
+    assert not built_by({"embedder": recorded}, int8_embedder)
