@@ -66,6 +66,9 @@ class RandomEmbedder:
         vector = np.random.default_rng(seed).standard_normal(DIMENSIONS).astype(np.float32)
         return vector / np.linalg.norm(vector)
 
+    def forget_queries(self) -> None:
+        pass  # nothing is remembered
+
 
 def _words(count: int) -> list[str]:
     """``count`` distinct pseudo-words ("bba", "bbb", ...), the same on every run."""

