@@ -385,7 +385,8 @@ def _embed_missing(
             report.reused_embeddings += 1
         else:
             to_embed.setdefault(key, text)
-    keys = list(to_embed)
+    # Texts of similar length embed together: a batch is padded to its longest text.
+    keys = sorted(to_embed, key=lambda k: len(to_embed[k]))
     progress.start("embeddings", len(keys))
     for start in range(0, len(keys), EMBED_BATCH):
         batch = keys[start : start + EMBED_BATCH]

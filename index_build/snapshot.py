@@ -300,7 +300,10 @@ def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = T
     mapped file that a later clean-up deletes stays readable until it is unmapped.
     """
     import bm25s
-    from usearch.index import Index
+
+    from index_build.vector_library import usearch_index
+
+    Index = usearch_index().Index
 
     manifest = read_manifest(version_dir)
     if verify:

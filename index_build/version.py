@@ -92,7 +92,11 @@ def write_collection(
     Returns the number of chunks in the sparse-information set.
     """
     import bm25s
-    from usearch.index import Index, ScalarKind
+
+    from index_build.vector_library import usearch_index
+
+    usearch = usearch_index()
+    Index, ScalarKind = usearch.Index, usearch.ScalarKind
 
     directory.mkdir(parents=True)
     with open(directory / "chunks.jsonl", "w", encoding="utf-8") as out:

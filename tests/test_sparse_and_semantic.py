@@ -44,7 +44,10 @@ def test_unique_tokens_alone_are_not_enough_when_a_near_paraphrase_exists():
 
 
 def test_the_vector_index_gives_nearly_the_exact_nearest_neighbour_similarities():
-    from usearch.index import Index, ScalarKind
+    from index_build.vector_library import usearch_index
+
+    usearch = usearch_index()
+    Index, ScalarKind = usearch.Index, usearch.ScalarKind
 
     rng = np.random.default_rng(3)
     centres = rng.standard_normal((40, 32))
