@@ -42,7 +42,8 @@ class OnnxEmbedder(LocalEmbedder):
     the fly; the feed-forward down-projections stay float, their inputs carry the outliers
     that int8 rounds worst). Activations are quantised per batch, so with int8 a text's vector
     depends a little on the texts embedded with it (cosine 0.98-0.999 on a sample). Batches
-    are formed from texts of similar length, so short texts are not padded to the longest.
+    are formed from texts of similar length, so short texts are not padded to the longest; 16
+    texts a batch embedded SEC chunks and sentences 15-20 % faster than 32 on two cores.
     """
 
     def __init__(
@@ -51,7 +52,7 @@ class OnnxEmbedder(LocalEmbedder):
         cache_dir: Path,
         *,
         quantized: bool = True,
-        batch_size: int = 32,
+        batch_size: int = 16,
         threads: int | None = None,
     ) -> None:
         super().__init__(model_dir, batch_size)
