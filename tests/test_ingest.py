@@ -189,7 +189,10 @@ def test_cli_search_and_index_info_print_stable_json(sample_corpus, tmp_path, ca
     assert list(info["collections"]) == ["ops-manual"]
     assert (collection["documents"], collection["chunks"]) == (4, info["chunks"])
     assert 0 < collection["sparse_chunks"] <= info["chunks"]
-    assert info["embedder"]["dimensions"] == 384
+    assert info["embedder"]["dimensions"] == 384 and info["embedder"]["backend"] == "onnx-int8"
+
+    assert main(["index", "info", "--index", index]) == 0
+    assert "384 dims, onnx-int8" in " ".join(capsys.readouterr().out.split())  # rich wraps lines
 
 
 def test_cli_reports_a_missing_index_clearly(tmp_path, capsys):

@@ -84,7 +84,8 @@ def print_index_info(console: Console, info: dict[str, Any]) -> None:
     """The live version's summary as a table."""
     console.print(
         f"[bold]{escape(info['index_dir'])}[/] version {info['version']} ({info['created_at']}), "
-        f"embedder {info['embedder']['name']} ({info['embedder']['dimensions']} dims)"
+        f"embedder {info['embedder']['name']} ({info['embedder']['dimensions']} dims, "
+        f"{info['embedder'].get('backend', 'torch')})"
     )
     console.print(f"{info['documents']} documents, {info['pages']} pages, {info['chunks']} chunks")
     program = info["program"]
