@@ -75,7 +75,7 @@ def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp
     first = run_ingest(sample_corpus, index)
     assert first.returncode == 0, first.stderr.decode()
     version = live_version_id(index)
-    write_corpus(sample_corpus / "antennas", files=40)
+    write_corpus(sample_corpus / "antennas", files=200)  # an ingest of several seconds, to kill it midway
 
     # Kill once while documents are converted and embedded, once while the new version is written.
     started = time.monotonic()
