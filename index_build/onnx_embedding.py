@@ -27,12 +27,14 @@ from pathlib import Path
 import numpy as np
 
 from index_build.embedding import LocalEmbedder
+from index_build.sources import file_sha256
 from pipeline.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 
 EXPORT_VERSION = 1  # bump when the export or quantisation recipe changes: old files are not reused
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json")
+PROVIDERS = ["CPUExecutionProvider"]
 
 
 class OnnxEmbedder(LocalEmbedder):
@@ -87,14 +89,14 @@ class OnnxEmbedder(LocalEmbedder):
         options.inter_op_num_threads = 1
         path = self.model_path
         try:
-            return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            return onnxruntime.InferenceSession(str(path), options, providers=PROVIDERS)
         except (Fail, InvalidGraph, InvalidProtobuf) as exc:
             # A damaged cache file (a disk filled up, a copy cut short): export it again, once.
             log.warning("the exported embedder %s cannot be loaded (%s): exporting it again", path, exc)
         with self._lock:
             export_onnx(self.model_dir, path, quantized=self.quantized)
         try:
-            return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            return onnxruntime.InferenceSession(str(path), options, providers=PROVIDERS)
         except (Fail, InvalidGraph, InvalidProtobuf) as exc:
             raise ConfigurationError(
                 f"the embedder exported from {self.model_dir} cannot be loaded: {exc}"
@@ -119,10 +121,11 @@ class OnnxEmbedder(LocalEmbedder):
             return vectors
         session = self._session
         encodings = self._encoder.encode_batch(list(texts))
-        order = np.argsort([sum(e.attention_mask) for e in encodings], kind="stable")
+        lengths = np.array([sum(e.attention_mask) for e in encodings])
+        order = np.argsort(lengths, kind="stable")
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            width = max(sum(encodings[i].attention_mask) for i in batch)
+            width = int(lengths[batch].max())
             rows = [encodings[i] for i in batch]
             feeds = {
                 "input_ids": np.array([e.ids[:width] for e in rows], dtype=np.int64),
@@ -241,11 +244,6 @@ def _pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
 
 def _weights_fingerprint(model_dir: Path) -> str:
     """Short checksum of the weights and config, plus the export recipe's version."""
-    digest = hashlib.sha256(f"export-{EXPORT_VERSION}".encode())
-    for name in WEIGHT_FILES:
-        path = model_dir / name
-        if path.is_file():
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-    return digest.hexdigest()[:12]
+    parts = [f"export-{EXPORT_VERSION}"]
+    parts += [file_sha256(model_dir / name) for name in WEIGHT_FILES if (model_dir / name).is_file()]
+    return hashlib.sha256(" ".join(parts).encode()).hexdigest()[:12]
