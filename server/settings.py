@@ -287,6 +287,15 @@ class Settings(BaseSettings):
         le=1,
         description="In a one-document search, how far a table row's score moves up to its table's best.",
     )
+    evidence_figure_weight: float = Field(
+        0.3, ge=0, le=1, description="Bonus of an evidence unit stating a figure (an amount, a percentage)."
+    )
+    evidence_mention_weight: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="How far a table row named by a best sentence of its document moves up to it.",
+    )
     domains: dict[str, DomainSettings] = Field(
         default_factory=lambda: dict(DEFAULT_DOMAINS),
         description="Question domains (for the classifier) and their collection weights (w_coll).",

@@ -14,7 +14,16 @@ from index_build.document import Block, ParsedDocument
 from index_build.evidence import analyse_table, document_units
 from pipeline.context import ContextConfig, ContextPiece, Passage, build_context
 from pipeline.documents import DocumentScope
-from pipeline.evidence import EvidenceSearch, ScoredUnit, find_evidence, pull_table_rows, select_evidence
+from pipeline.evidence import (
+    EvidenceConfig,
+    EvidenceSearch,
+    ScoredUnit,
+    find_evidence,
+    pull_mentioned_rows,
+    pull_table_rows,
+    select_evidence,
+    states_figures,
+)
 from pipeline.text import analyze
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 from programs.agent import quotes_for
@@ -215,6 +224,50 @@ def test_a_tables_rows_move_up_towards_its_best_row_and_sentences_do_not():
     ]
     pulled = pull_table_rows(units, np.array([1.0, 0.2, 0.4, 0.3]), 0.5)
     assert pulled.tolist() == pytest.approx([1.0, 0.6, 0.4, 0.3])
+
+
+def test_a_row_named_by_a_best_sentence_moves_up_towards_it():
+    def unit(i: int, kind: str, text: str) -> EvidenceUnit:
+        return EvidenceUnit(f"u{i}", "c1", "d", kind, text)  # type: ignore[arg-type]
+
+    units = [
+        unit(0, "sentence", "The increase in technology and infrastructure costs is due to payroll."),
+        unit(1, "row", "| Technology and infrastructure | 19,485 | 21,203 |"),  # named by sentence 0
+        unit(2, "row", "| Sales and marketing | 10,551 | 10,551 |"),  # named by no sentence
+        unit(3, "row", "| Total | 34,000 | 36,000 |"),  # one term: "total" names nothing in particular
+        unit(4, "sentence", "Total costs rose."),
+        unit(5, "sentence", "Sales and marketing costs fell, a minor point."),  # not among the best sentences
+    ]
+    scores = np.array([0.9, 0.1, 0.2, 0.1, 0.8, 0.05])
+    pulled = pull_mentioned_rows(units, scores, weight=0.5, sentences=2)
+    assert pulled.tolist() == pytest.approx([0.9, 0.5, 0.2, 0.1, 0.8, 0.05])
+
+
+def test_a_unit_stating_a_figure_outranks_an_equal_one_without():
+    assert states_figures("Commercial paper outstanding was $1.7 billion.")
+    assert states_figures("Sales increased 11% in Q3.")
+    assert not states_figures("On June 30, 2023 the notes were issued in 2023."), "dates, years: no figures"
+    document = ParsedDocument(
+        "Debt",
+        (
+            Block("heading", "Debt", 1, 1),
+            Block(
+                "text",
+                "The company had commercial paper outstanding during the whole quarter. "
+                "The company had commercial paper outstanding of $1.7 billion. "
+                "Weather across the regions stayed mild for most of the season.",
+                1,
+            ),
+        ),
+        page_count=1,
+    )
+    index = FakeEvidenceIndex({"d": document})
+    question = "How much commercial paper did the company have outstanding?"
+    scope = DocumentScope(documents=("d",))
+    with_bonus = find_evidence(index, index.vector, [question], [], scope)
+    assert "$1.7 billion" in with_bonus.units[0].unit.text
+    without = find_evidence(index, index.vector, [question], [], scope, EvidenceConfig(figure_weight=0.0))
+    assert "$1.7 billion" not in without.units[0].unit.text, "the test must not pass by word overlap alone"
 
 
 def test_the_evidence_strategy_renders_each_table_header_once_per_passage():

@@ -75,6 +75,8 @@ def evidence_config(settings: Settings) -> EvidenceConfig:
         hop_weight=settings.evidence_hop_weight,
         label_weight=settings.evidence_label_weight,
         table_weight=settings.evidence_table_weight,
+        figure_weight=settings.evidence_figure_weight,
+        mention_weight=settings.evidence_mention_weight,
     )
 
 
