@@ -12,6 +12,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,6 +50,7 @@ from pipeline.types import MODEL_TEXT_VERSION, Chunk, EvidenceUnit, model_text, 
 log = logging.getLogger(__name__)
 
 EMBED_BATCH = 64
+LENGTH_CLASS_CHARS = 64  # texts this close in length (about 15 tokens) are embedded together
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,9 @@ class IngestReport:
     ignored: list[str] = field(default_factory=list)
     reused_embeddings: int = 0
     seconds: float = 0.0
+    converting_seconds: float = 0.0
+    embedding_seconds: float = 0.0
+    writing_seconds: float = 0.0
     failures: list[Failure] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -127,6 +132,7 @@ class _Document:
     embeddings: list[np.ndarray | None]
     units: list[EvidenceUnit] = field(default_factory=list)
     unit_embeddings: list[np.ndarray | None] = field(default_factory=list)
+    seconds: float = 0.0  # spent converting and chunking it
 
 
 def ingest(
@@ -160,29 +166,32 @@ def ingest(
             sources = sources + _sources_outside(live, roots)
         ignored = [s for s in sources if s.path.suffix.lower() not in SUPPORTED_SUFFIXES]
         sources = [s for s in sources if s not in ignored]
-        documents, failures, converted = _process_sources(
-            sources, previous, converter, embedder, options, progress, enricher
-        )
-        kept = _documents_outside(previous, roots) if previous else []
-        removed = _count_removed(live, roots, {d.record.path for d in documents}) if live else 0
-        all_documents = kept + documents
         report = IngestReport(
             version=live.version_id if live else "",
             published=False,
-            converted=converted,
-            reused=len(documents) - converted,
-            removed=removed,
-            failures=[Failure(path, reason) for path, reason in discovery.skipped] + failures,
             ignored=[s.path.name for s in ignored],
         )
+        with EmbeddingWorker(embedder, previous, progress, report) as embedding:
+            documents, failures, converted = _process_sources(
+                sources, previous, converter, embedder, options, progress, enricher, embedding.submit
+            )
+        report.converting_seconds = round(sum(d.seconds for d in documents), 3)
+        kept = _documents_outside(previous, roots) if previous else []
+        removed = _count_removed(live, roots, {d.record.path for d in documents}) if live else 0
+        all_documents = kept + documents
+        report.converted = converted
+        report.reused = len(documents) - converted
+        report.removed = removed
+        report.failures = [Failure(path, reason) for path, reason in discovery.skipped] + failures
         if (converted or removed or previous is None) and all_documents:
-            _embed_missing(all_documents, previous, embedder, progress, report)
+            writing = time.perf_counter()
             parts = [
                 VersionPart(d.record, d.chunks, np.vstack(d.embeddings), d.units, _stack(d.unit_embeddings))
                 for d in all_documents
             ]
             report.version = write_version(index_dir, parts, embedder, options)
             report.published = True
+            report.writing_seconds = round(time.perf_counter() - writing, 3)
         report.documents = len(all_documents)
         report.pages = sum(d.record.pages for d in all_documents)
         report.chunks = sum(len(d.chunks) for d in all_documents)
@@ -249,7 +258,10 @@ def _process_sources(
     options: IngestOptions,
     progress: IngestProgress,
     enricher: Enricher | None,
+    converted_document: Callable[[_Document], None],
 ) -> tuple[list[_Document], list[Failure], int]:
+    """Convert (or reuse) every source in turn; each converted document is handed to
+    ``converted_document`` at once, so its embedding overlaps the next conversion."""
     previous_records = {r.path: r for r in previous.files} if previous else {}
     progress.start("files", len(sources))
     progress.start("pages", None)
@@ -264,7 +276,10 @@ def _process_sources(
             if old and old.sha256 == sha and old.collection == source.collection and previous:
                 document = _reuse(previous, old)
             else:
+                began = time.perf_counter()
                 document = _convert(source, sha, converter, embedder, options, enricher)
+                document.seconds = time.perf_counter() - began
+                converted_document(document)
                 converted += 1
             documents.append(document)
             progress.advance("pages", document.record.pages)
@@ -348,56 +363,123 @@ def _count_removed(previous: IndexSnapshot, roots: set[Path], present: set[str])
     return sum(1 for r in previous.files if _under(r.path, roots) and r.path not in present)
 
 
-def _embed_missing(
-    documents: list[_Document],
-    previous: IndexSnapshot | None,
-    embedder: Embedder,
-    progress: IngestProgress,
-    report: IngestReport,
-) -> None:
-    """Fill in embeddings of chunks and units: reuse any previous one of the same text, embed the rest.
+class EmbeddingWorker:
+    """Embeds converted documents on one worker thread while the next document converts.
 
-    Chunks are embedded as :func:`model_text`, units as :func:`unit_search_text`; both are
-    looked up by a hash of that text, so an unchanged passage is never embedded twice.
+    Conversion is Python (one core); ONNX Runtime releases the interpreter while it embeds,
+    so on two cores the two overlap. A batch is padded to its longest text, so texts are not
+    embedded document by document (a 256-token chunk would pad its short sentences to its
+    length) but gathered by length across documents and embedded when enough of a length
+    are waiting; the rest when the last document is in. Chunks are embedded as
+    :func:`model_text`, units as :func:`unit_search_text`; both are looked up by a hash of
+    that text (in the previous version and in what this ingest embedded), so a passage is
+    never embedded twice. Leaving the ``with`` block embeds what is left, fills every
+    submitted document's vectors and re-raises the worker's error; if conversion failed, it
+    only stops the worker.
     """
-    known: dict[str, np.ndarray] = {}
-    if previous:
-        for collection in previous.collections.values():
-            for chunk, vector in zip(collection.chunks, collection.embeddings):
-                known[chunk.content_hash] = vector
-            headings = {c.chunk_id: c.heading_path for c in collection.chunks}
-            for unit, vector in zip(collection.units, collection.unit_embeddings):
-                known[_text_key(unit_search_text(unit, headings[unit.chunk_id]))] = vector
-    missing: list[tuple[list[np.ndarray | None], int, str, str]] = []  # (target list, row, key, text)
-    for document in documents:
-        for i, chunk in enumerate(document.chunks):
-            if document.embeddings[i] is None:
-                missing.append((document.embeddings, i, chunk.content_hash, model_text(chunk)))
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        previous: IndexSnapshot | None,
+        progress: IngestProgress,
+        report: IngestReport,
+    ) -> None:
+        self._embedder = embedder
+        self._progress = progress
+        self._report = report
+        self._known = _known_vectors(previous) if previous else {}
+        self._waiting: dict[int, dict[str, str]] = {}  # length class -> key -> text
+        self._chunk_keys: set[str] = set()
+        self._wanted: list[_Wanted] = []  # every submitted text's place
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docfinder-embed")
+        self._pending: list[Future[None]] = []
+        self._busy = 0.0
+
+    def __enter__(self) -> EmbeddingWorker:
+        self._progress.start("embeddings", None)
+        return self
+
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        try:
+            if exc_type is None:
+                self._pending.append(self._pool.submit(self._embed_the_rest))
+                for pending in self._pending:
+                    pending.result()  # the worker's error, if any, is the ingest's
+                for target, row, key in self._wanted:
+                    target[row] = self._known[key]
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._report.embedding_seconds = round(self._busy, 3)
+
+    def submit(self, document: _Document) -> None:
+        """Queue ``document``'s chunks and units for embedding (its vectors are filled on exit).
+
+        Raises the error of an earlier embedding, so a failed embedder stops the ingest at
+        the next document rather than after converting every file."""
+        for done in (f for f in self._pending if f.done()):
+            done.result()
+        self._pending.append(self._pool.submit(self._gather, document))
+
+    def _gather(self, document: _Document) -> None:
+        began = time.perf_counter()
         headings = {c.chunk_id: c.heading_path for c in document.chunks}
-        for i, unit in enumerate(document.units):
-            if document.unit_embeddings[i] is None:
-                text = unit_search_text(unit, headings[unit.chunk_id])
-                missing.append((document.unit_embeddings, i, _text_key(text), text))
-    to_embed: dict[str, str] = {}
-    for target, i, key, text in missing:
-        if key in known:
-            target[i] = known[key]
-            report.reused_embeddings += 1
-        else:
-            to_embed.setdefault(key, text)
-    # Texts of similar length embed together: a batch is padded to its longest text.
-    keys = sorted(to_embed, key=lambda k: len(to_embed[k]))
-    progress.start("embeddings", len(keys))
-    for start in range(0, len(keys), EMBED_BATCH):
-        batch = keys[start : start + EMBED_BATCH]
-        for key, vector in zip(batch, embedder.embed([to_embed[k] for k in batch])):
-            known[key] = vector
-        progress.advance("embeddings", len(batch))
-    for target, i, key, _ in missing:
-        target[i] = known[key]
-    chunk_keys = {c.content_hash for d in documents for c in d.chunks}
-    report.embedded_chunks = sum(1 for key in keys if key in chunk_keys)
-    report.embedded_units = len(keys) - report.embedded_chunks
+        texts = [
+            (document.embeddings, i, chunk.content_hash, model_text(chunk), True)
+            for i, chunk in enumerate(document.chunks)
+        ]
+        texts += [
+            (document.unit_embeddings, i, _text_key(text), text, False)
+            for i, text in enumerate(unit_search_text(u, headings[u.chunk_id]) for u in document.units)
+        ]
+        for target, row, key, text, is_chunk in texts:
+            self._wanted.append((target, row, key))
+            if key in self._known:
+                self._report.reused_embeddings += 1
+                continue
+            if is_chunk:
+                self._chunk_keys.add(key)
+            length_class = len(text) // LENGTH_CLASS_CHARS
+            waiting = self._waiting.setdefault(length_class, {})
+            waiting[key] = text
+            if len(waiting) >= EMBED_BATCH:
+                self._embed(self._waiting.pop(length_class))
+        self._busy += time.perf_counter() - began
+
+    def _embed_the_rest(self) -> None:
+        began = time.perf_counter()
+        rest = {
+            k: t for length_class in sorted(self._waiting) for k, t in self._waiting[length_class].items()
+        }
+        self._waiting.clear()
+        keys = list(rest)
+        for start in range(0, len(keys), EMBED_BATCH):
+            self._embed({k: rest[k] for k in keys[start : start + EMBED_BATCH]})
+        self._busy += time.perf_counter() - began
+
+    def _embed(self, batch: dict[str, str]) -> None:
+        for key, vector in zip(batch, self._embedder.embed(list(batch.values()))):
+            self._known[key] = vector
+        chunks = sum(1 for key in batch if key in self._chunk_keys)
+        self._report.embedded_chunks += chunks
+        self._report.embedded_units += len(batch) - chunks
+        self._progress.advance("embeddings", len(batch))
+
+
+# Where a vector goes: a document's list of chunk or unit vectors, a row of it, the text's key.
+_Wanted = tuple[list[np.ndarray | None], int, str]
+
+
+def _known_vectors(previous: IndexSnapshot) -> dict[str, np.ndarray]:
+    """The previous version's vectors by text key: an unchanged passage keeps its vector."""
+    known: dict[str, np.ndarray] = {}
+    for collection in previous.collections.values():
+        for chunk, vector in zip(collection.chunks, collection.embeddings):
+            known[chunk.content_hash] = vector
+        headings = {c.chunk_id: c.heading_path for c in collection.chunks}
+        for unit, vector in zip(collection.units, collection.unit_embeddings):
+            known[_text_key(unit_search_text(unit, headings[unit.chunk_id]))] = vector
+    return known
 
 
 def _text_key(text: str) -> str:

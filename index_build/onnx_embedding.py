@@ -87,6 +87,9 @@ class OnnxEmbedder(LocalEmbedder):
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # Ingest converts the next document on the other core while this embeds: threads that
+        # spin while waiting for work only take its CPU (SEC ingest 117.8 -> 114.5 s).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = self.model_path
         try:
             return onnxruntime.InferenceSession(str(path), options, providers=PROVIDERS)

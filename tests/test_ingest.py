@@ -245,3 +245,67 @@ def test_a_query_is_embedded_once_and_its_vector_cannot_be_changed_by_a_caller(e
     assert np.allclose(first, embedder.embed(["cryostat maintenance interval"])[0], atol=1e-5)
     with pytest.raises(ValueError, match="read-only"):
         first *= 2
+
+
+class RecordingEmbedder:
+    """The real embedder, with every ``embed`` call's texts recorded; ``fail_after`` calls, it raises."""
+
+    def __init__(self, embedder, fail_after: int | None = None) -> None:
+        self.inner = embedder
+        self.name, self.backend = embedder.name, embedder.backend
+        self.dimensions, self.max_tokens, self.tokenizer = (
+            embedder.dimensions,
+            embedder.max_tokens,
+            embedder.tokenizer,
+        )
+        self.calls: list[list[str]] = []
+        self.fail_after = fail_after
+
+    def embed(self, texts):
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise RuntimeError("the embedding model crashed")
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+    def forget_queries(self):
+        self.inner.forget_queries()
+
+
+def _manuals(root: Path, count: int) -> Path:
+    """``count`` manuals, each with one long section and one of short sentences (all of one length)."""
+    root.mkdir(parents=True)
+    for i in range(count):
+        long = " ".join(
+            f"Step {j:02d} of procedure {i:02d} checks a valve and logs its reading." for j in range(12)
+        )
+        short = " ".join(f"Valve {i:02d}-{j} is blue." for j in range(6))
+        (root / f"manual-{i:02d}.md").write_text(
+            f"# Manual {i:02d}\n\n## Procedure\n\n{long}\n\n## Colours\n\n{short}\n"
+        )
+    return root
+
+
+def test_texts_are_embedded_once_in_batches_of_similar_length_across_documents(tmp_path, embedder):
+    recording = RecordingEmbedder(embedder)
+    manuals = _manuals(tmp_path / "manuals", 80)
+    report = ingest(tmp_path / "index", [manuals], embedder=recording)  # type: ignore[arg-type]
+    embedded = [text for call in recording.calls for text in call]
+    assert len(embedded) == len(set(embedded)) == report.embedded_chunks + report.embedded_units
+    # Embedding document by document would pad each manual's short sentences to its long
+    # section's length; gathered by length, 64 long sections fill a batch of their own.
+    longest = max(len(t) for t in embedded)
+    assert any(len(c) == 64 and min(len(t) for t in c) > longest / 2 for c in recording.calls)
+
+
+def test_a_failing_embedder_stops_the_ingest_and_the_previous_version_stays_live(
+    sample_corpus, tmp_path, embedder
+):
+    index = tmp_path / "index"
+    first = ingest(index, [sample_corpus], embedder=embedder)
+    with pytest.raises(RuntimeError, match="crashed"):
+        failing = RecordingEmbedder(embedder, fail_after=1)
+        ingest(index, [_manuals(tmp_path / "manuals", 80)], embedder=failing)  # type: ignore[arg-type]
+    assert live_version_id(index) == first.version
