@@ -1,6 +1,8 @@
 """The answering agent: one DSPy Module with explicit, async control flow.
 
-understand (condense, classify_query, review_query: one LLM call) → retrieve → grade_documents
+understand (condense, classify_query, review_query: one LLM call; skipped on a conversation's
+  first message when no domain weighs collections, as nothing it says would change the search)
+  → retrieve → grade_documents
   → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
      then a "no documents" answer without calling generate)
   → generate → supported (reading the cited evidence only) → useful (both checks at once on a
@@ -14,8 +16,8 @@ reports an LLM call names it (``llm_call``) and carries its tokens. With ``on_to
 generate call streams: the answer's text goes to ``on_token`` as the LLM writes it (each new
 draft, after a failed check, numbered so that it replaces the text shown), and the checks run
 after it. Grading uses the retrieval scores, not the LLM. So an answer whose checks pass costs
-four LLM calls. When the LLM is down or too slow, the user gets a clear message and the
-sources retrieved so far.
+four LLM calls, three when understanding is skipped. When the LLM is down or too slow, the
+user gets a clear message and the sources retrieved so far.
 Retrieval comes in as a plain async callable that returns numbered passages (evidence
 units grouped by chunk, or whole chunks), so the module knows nothing of indexes.
 
@@ -170,9 +172,11 @@ class AnswerAgent(dspy.Module):
         glossary: str = "",
         limits: AgentLimits = AgentLimits(),
         url_prefixes: Mapping[str, str] = {},
+        understand_first_turn: bool = True,
     ) -> None:
         super().__init__()
         self.domains = domains
+        self.understand_first_turn = understand_first_turn
         self.glossary = glossary
         self.limits = limits
         self.url_prefixes = dict(url_prefixes)
@@ -323,9 +327,13 @@ class _Run:
         self, message: str, history: Sequence[tuple[str, str]], sparse_available: bool
     ) -> AgentAnswer:
         limits = self.agent.limits
-        variant = await self._understand(message, history)
-
-        queries = [self.question, variant]
+        if history or self.agent.understand_first_turn:
+            variant = await self._understand(message, history)
+            queries = [self.question, variant]
+        else:
+            self.question = message
+            queries = [message]
+            await self.step("understand_skipped", reason="no conversation to condense, no domain to weigh")
         rewrites = 0
         passages = await self._retrieve_and_grade(queries, "hybrid")
         while not passages:

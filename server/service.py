@@ -268,6 +268,8 @@ class DocfinderService:
                     concurrent_checks=settings.llm_api_base is not None,
                 ),
                 url_prefixes=settings.source_url_prefixes,
+                understand_first_turn=settings.agent_understand == "always"
+                or any(domain.collections for domain in settings.domains.values()),
             )
             if settings.program_path is not None:
                 self.program = load_program(self._agent, settings.program_path)

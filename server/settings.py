@@ -323,6 +323,11 @@ class Settings(BaseSettings):
     model_cache_dir: Path = Field(
         Path(".docfinder/models"), description="Where the embedded LLM's joined GGUF and server log are kept."
     )
+    agent_understand: Literal["auto", "always"] = Field(
+        "auto",
+        description="auto: the understanding LLM call (condense, classify, rephrase) only in a conversation "
+        "or when a domain weighs collections; always: on every question.",
+    )
     agent_max_rewrites: int = Field(
         2, ge=0, le=5, description="Query rewrites after no passages or a failed check."
     )

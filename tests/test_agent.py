@@ -90,6 +90,38 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
     assert [e["step"] for e in result.trace] == events
 
 
+def test_a_first_question_skips_understanding_when_no_domain_weighs_collections():
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
+    model = lm(
+        {"answer": "Every six months [1].", "sources": [1]},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    retriever = ScriptedRetriever(HITS)
+    result, events = run(agent, model, retriever)
+    assert len(model.history) == 3, "generate, supported, useful: three LLM calls"
+    assert result.outcome == "answered" and result.domain is None
+    assert retriever.calls == [(["How often is the cryostat warmed up?"], None, "hybrid")]
+    assert events[0] == "understand_skipped" and "classify_query" not in events
+
+
+def test_a_follow_up_is_condensed_even_when_first_questions_skip_understanding():
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
+    model = lm(
+        {
+            "standalone_question": "How often is the ALMA cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "x",
+        },
+        {"answer": "Every six months [1].", "sources": [1]},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
+    assert result.question == "How often is the ALMA cryostat warmed up?"
+    assert events[:2] == ["condense", "classify_query"] and len(model.history) == 4
+
+
 def test_history_is_condensed_first():
     agent = AnswerAgent(DOMAINS)
     model = lm(

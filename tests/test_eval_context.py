@@ -104,7 +104,6 @@ def test_the_agent_benchmark_scores_citations_figures_checks_and_latency(tmp_pat
 
     dataset = write_dataset(tmp_path / "mini")
     per_question = [
-        {"standalone_question": "", "domain": "general", "rephrased": "net sales"},
         {"answer": "Net sales were 12,345 [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "yes"},

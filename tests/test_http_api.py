@@ -17,12 +17,7 @@ from server.settings import load_settings
 from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
-SCRIPT = [
-    {
-        "standalone_question": "",
-        "domain": "proposal_preparation",
-        "rephrased": "proposal submission deadline",
-    },
+SCRIPT = [  # a first question: no understanding call (no domain weighs collections)
     {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
     {"supported": "yes"},
     {"useful": "yes"},
@@ -70,7 +65,7 @@ async def test_stream_sends_status_events_before_the_answer(client):
     kinds = [kind for kind, _ in events]
     assert kinds[-1] == "answer" and kinds[:-1] == ["status"] * (len(kinds) - 1)
     steps = [data["step"] for kind, data in events if kind == "status"]
-    assert steps[:4] == ["received", "classify_query", "review_query", "retrieve"] and "useful" in steps
+    assert steps[:3] == ["received", "understand_skipped", "retrieve"] and "useful" in steps
     assert events[-1][1]["citations"]
 
 
@@ -97,7 +92,7 @@ async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the
     last_token = max(i for i, kind in enumerate(kinds) if kind == "token")
     assert steps.index("generate") > last_token and steps.index("supported") > last_token
     calls = [data.get("llm_call") for kind, data in events if kind == "status" and data.get("llm_call")]
-    assert calls == ["understand", "generate", "supported", "useful"], "each call reported once, in order"
+    assert calls == ["generate", "supported", "useful"], "each call reported once, in order"
     assert kinds[-1] == "answer"
     final = events[-1][1]
     assert final["outcome"] == "answered" and "".join(t["text"] for t in tokens) == final["answer"]
