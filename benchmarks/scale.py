@@ -122,13 +122,21 @@ def build_synthetic(index_dir: Path, chunks: int, seed: int = 0) -> dict[str, An
     }
 
 
+_MEMORY_LINES = {"Rss": "rss_mb", "Pss": "pss_mb", "Anonymous": "anonymous_mb"}
+
+
 def _memory_mb(pid: int) -> dict[str, float]:
-    """RSS and PSS of a process, from /proc (PSS splits shared pages between their users)."""
+    """RSS, PSS and anonymous memory of a process, from /proc.
+
+    PSS splits shared pages between their users. Anonymous memory is the process's own (the
+    Python objects); the rest of its RSS is pages of memory-mapped index files, which every
+    process serving the version shares and the kernel can drop and read again under pressure.
+    """
     values = {}
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
         name, _, rest = line.partition(":")
-        if name in ("Rss", "Pss"):
-            values[name.lower() + "_mb"] = round(int(rest.split()[0]) / 1024, 1)
+        if name in _MEMORY_LINES:
+            values[_MEMORY_LINES[name]] = round(int(rest.split()[0]) / 1024, 1)
     return values
 
 

@@ -19,4 +19,4 @@ def test_a_synthetic_index_is_a_real_index_that_two_processes_serve(tmp_path):
     serving = measure_serving(tmp_path / "index", memory_map=True)
     assert set(serving["search"]) == {"bm25", "dense", "hybrid"}
     assert len(serving["two_processes"]["pss_mb"]) == 2
-    assert serving["after"]["rss_mb"] > 0
+    assert serving["after"]["rss_mb"] >= serving["after"]["anonymous_mb"] > 0
