@@ -23,7 +23,7 @@ from pipeline.evidence import EvidenceSearch, select_evidence
 from pipeline.ordering import ContextOrder, Sentence, cluster_order, dedupe, order_ping_pong, split_sentences
 from pipeline.protocols import Tokenizer
 from pipeline.selection import Item, select
-from pipeline.types import Chunk, EvidenceUnit, SearchHit
+from pipeline.types import Chunk, EvidenceUnit, SearchHit, place_label
 
 ContextSelection = Literal["topk", "mmr", "fps", "sentences", "evidence"]
 CONTEXT_SELECTIONS: tuple[str, ...] = ("topk", "mmr", "fps", "sentences", "evidence")
@@ -98,12 +98,20 @@ class Passage:
     period: str = ""
 
     def label(self) -> str:
-        """``title (period) — heading, pages``: where the passage is, for the LLM and for people."""
-        label = self.chunk.citation_label()
-        if self.period and self.period not in self.chunk.title:
-            title = self.chunk.title or self.chunk.source
-            label = label.replace(title, f"{title} ({self.period})", 1)
-        return label
+        """``title (period) — heading › subheading, pages``: where the passage is, for people."""
+        return place_label(self._title(), self.chunk.heading_path, self.chunk.pages)
+
+    def evidence_label(self) -> str:
+        """``title (period) — innermost heading, pages``: the label the LLM reads above the passage.
+
+        The outer headings of a long path ("FORM 10-Q › NVIDIA CORPORATION › Page › ...") cost
+        tokens above every passage of a prompt and tell the model nothing the innermost does not.
+        """
+        return place_label(self._title(), self.chunk.heading_path[-1:], self.chunk.pages)
+
+    def _title(self) -> str:
+        title = self.chunk.title or self.chunk.source
+        return f"{title} ({self.period})" if self.period and self.period not in title else title
 
     @property
     def text(self) -> str:

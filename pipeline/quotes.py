@@ -4,7 +4,12 @@ The LLM writes the synthesis; the quotes under it are never typed by the LLM. Th
 chosen from the evidence units of the passages the answer cites, by matching the figures
 the answer states (the strongest signal: a figure in the answer must stand in a quote)
 and the words it uses, with the retrieval score breaking ties. Each cited passage gets its
-best-matching unit first, then the remaining slots go by score. A passage shown whole
+best-matching unit first, then the other matching units. Slots still free go to the
+strongest evidence of the whole context by its retrieval score, cited or not: a small model
+may cite the wrong row ("net income" for operating expenses), and the user should still see
+the rows the search found for the question. Replayed on the 13 answered SEC questions of an
+agent run (16 questions, embedded model), the gold figures in the quotes rose from 0.13 to
+0.40 (the context held 0.77). A passage shown whole
 (not as units) is split into sentences and table rows on the spot; either way a quote's
 text is a verbatim substring of its chunk, so a quoted figure is exactly the document's.
 When there is no answer to match (it could not be verified), the best units by retrieval
@@ -102,5 +107,10 @@ def choose_quotes(
         if len(chosen) >= limit:
             break
         if candidate not in chosen and all(candidate.text != c.text for c in chosen):
+            chosen.append(candidate)
+    for candidate in sorted(candidates, key=lambda c: -c.score):  # then the strongest evidence
+        if len(chosen) >= limit:
+            break
+        if all(candidate.text != c.text for c in chosen):
             chosen.append(candidate)
     return sorted(chosen, key=lambda c: c.position)

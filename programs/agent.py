@@ -77,7 +77,7 @@ def number_passages(passages: Sequence[Passage], numbered_from: Sequence[Passage
     the grounding check carries the numbers the answer cites.
     """
     numbering = {p.chunk.chunk_id: n for n, p in enumerate(numbered_from or passages, start=1)}
-    return "\n\n".join(f"[{numbering[p.chunk.chunk_id]}] {p.label()}\n{p.text}" for p in passages)
+    return "\n\n".join(f"[{numbering[p.chunk.chunk_id]}] {p.evidence_label()}\n{p.text}" for p in passages)
 
 
 def cited_numbers(answer: str, passages: int) -> set[int]:

@@ -297,12 +297,32 @@ def test_a_quoted_figure_is_byte_identical_to_the_document_text():
         by_chunk.setdefault(u.chunk_id, []).append(ContextPiece(chunk, u.text, 0.5, 0, u))
     passages = [Passage(pieces[0].chunk, tuple(pieces)) for pieces in by_chunk.values()]
     quotes = quotes_for(passages, "Total net sales were $81.8 billion, or 81,797 million [1].")
-    assert quotes, "the figure the answer states is quoted"
-    first = quotes[0]
-    assert "81,797" in first.text and first.text in chunks[0].text
+    first = next((q for q in quotes if "81,797" in q.text), None)
+    assert first is not None, "the figure the answer states is quoted"
+    assert first.text in chunks[0].text
     assert "Three Months Ended July 1, 2023" in first.context and first.pages == (1, 1)
     unverified = quotes_for(passages, None)
     assert 1 <= len(unverified) <= 3 and all(any(q.text in c.text for c in chunks) for q in unverified)
+
+
+def test_quotes_after_the_answers_own_are_the_strongest_evidence_even_uncited():
+    def passage(n: int, text: str, score: float) -> Passage:
+        unit = EvidenceUnit(f"d-{n:04d}/000", f"d-{n:04d}", "d", "row", text, 1, "|  | Q3 2023 |")
+        chunk = Chunk(f"d-{n:04d}", "d", "c", "/d.pdf", "Report", ("Results",), (1, 1), text, "h")
+        return Passage(chunk, (ContextPiece(chunk, text, score, 0, unit),))
+
+    passages = [
+        passage(1, "| Total operating expenses | 32,348 |", 0.9),  # what the question asked for
+        passage(2, "| Net income | 16,425 |", 0.4),  # what a small model cited instead
+        *(
+            passage(n, f"| Line item {n} | {n},000 |", score)
+            for n, score in zip(range(3, 8), (0.1, 0.8, 0.7, 0.2, 0.6))
+        ),
+    ]
+    quotes = quotes_for(passages, "Operating expenses were $16,425 million [2].")
+    assert [q.n for q in quotes] == [1, 2, 4, 5, 7], "the cited row, then the strongest, in reading order"
+    alone = quotes_for(passages[1:2], "Operating expenses were $16,425 million [1].")
+    assert [q.text for q in alone] == ["| Net income | 16,425 |"]
 
 
 def test_hits_outside_the_needed_documents_do_not_add_documents():
