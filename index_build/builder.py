@@ -388,7 +388,8 @@ class EmbeddingWorker:
         self._embedder = embedder
         self._progress = progress
         self._report = report
-        self._known = _known_vectors(previous) if previous else {}
+        self._previous = previous
+        self._known: dict[str, np.ndarray] = {}  # the previous version's, read at the first document
         self._waiting: dict[int, dict[str, str]] = {}  # length class -> key -> text
         self._chunk_keys: set[str] = set()
         self._wanted: list[_Wanted] = []  # every submitted text's place
@@ -423,6 +424,9 @@ class EmbeddingWorker:
 
     def _gather(self, document: _Document) -> None:
         began = time.perf_counter()
+        if self._previous is not None:
+            self._known = _known_vectors(self._previous)
+            self._previous = None
         headings = {c.chunk_id: c.heading_path for c in document.chunks}
         texts = [
             (document.embeddings, i, chunk.content_hash, model_text(chunk), True)
