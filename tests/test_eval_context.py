@@ -113,7 +113,9 @@ def test_the_agent_benchmark_scores_citations_figures_checks_and_latency(tmp_pat
         dataset, load_settings(), cache_dir=tmp_path / "cache", questions_file="questions.csv", lm=model
     )
     assert report["questions"] == 2 and report["checks_pass_rate"] == 1.0
-    # Question 1's answer holds its only figure; question 2's answer holds neither of its two.
-    assert report["answer_figure_recall"] == 0.5
+    # Question 1's answer holds its only figure; question 2's answer holds neither of its two,
+    # but the strongest evidence quoted under it does.
+    assert report["answer_text_figure_recall"] == 0.5
+    assert report["answer_figure_recall"] == 1.0
     assert report["gold_document_cited_rate"] == 1.0  # passage [1] is each question's gold document
     assert report["first_status_s"]["max"] < report["latency_s"]["p50"]

@@ -30,6 +30,7 @@ def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
         conversations_path=tmp_path / "c.sqlite3",
         model_cache_dir=tmp_path.parent / "docfinder-models",
         agent_max_rewrites=0,
+        agent_understand="always",  # every structured output of the real model is exercised
     )
 
     tokens = []
