@@ -32,9 +32,9 @@ amount or a percentage, not a year or a date) gains ``figure_weight``, since an 
 on what the documents state, not on sentences about a topic; and a table row whose label
 one of the document's 30 best sentences names moves ``mention_weight`` of the way up to
 that sentence (narrative names the line item, the table holds its figures). Figure bonus
-alone 0.779 / 0.846, row mentions alone (weight 1.0) 0.774 / 0.832; together 0.796 / 0.866 (1,000
-tokens: 0.679), the same for any figure weight from 0.2 to 0.4 and mention weight from 0.5
-to 0.6.
+alone 0.779 / 0.846, row mentions alone (weight 1.0) 0.774 / 0.832; together 0.796 / 0.866
+(1,000 tokens: 0.679), the same for any figure weight from 0.2 to 0.4 and mention weight
+from 0.5 to 0.6.
 
 :func:`select_evidence` then fills the token budget so that every needed document is
 represented before any document gets a second unit, then by score, a row's table header

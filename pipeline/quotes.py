@@ -9,9 +9,9 @@ strongest evidence of the whole context by its retrieval score, cited or not: a 
 may cite the wrong row ("net income" for operating expenses), and the user should still see
 the rows the search found for the question. Replayed on the 13 answered SEC questions of an
 agent run (16 questions, embedded model), the gold figures in the quotes rose from 0.13 to
-0.40 (the context held 0.77). A passage shown whole
-(not as units) is split into sentences and table rows on the spot; either way a quote's
-text is a verbatim substring of its chunk, so a quoted figure is exactly the document's.
+0.40 (the context held 0.77). A passage shown whole (not as units) is split into sentences
+and table rows on the spot; either way a quote's text is a verbatim substring of its chunk,
+so a quoted figure is exactly the document's.
 When there is no answer to match (it could not be verified), the best units by retrieval
 score are quoted as the closest evidence found.
 """
