@@ -105,18 +105,22 @@ def test_a_first_question_skips_understanding_when_no_domain_weighs_collections(
     assert events[0] == "understand_skipped" and "classify_query" not in events
 
 
+# A follow-up in a conversation: understood (condensed) first, then answered and checked.
+FOLLOW_UP = (
+    {
+        "standalone_question": "How often is the ALMA cryostat warmed up?",
+        "domain": "alma",
+        "rephrased": "cryostat maintenance",
+    },
+    {"answer": "Every six months [1].", "sources": [1]},
+    {"supported": "yes"},
+    {"useful": "yes"},
+)
+
+
 def test_a_follow_up_is_condensed_even_when_first_questions_skip_understanding():
     agent = AnswerAgent(DOMAINS, understand_first_turn=False)
-    model = lm(
-        {
-            "standalone_question": "How often is the ALMA cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "x",
-        },
-        {"answer": "Every six months [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "yes"},
-    )
+    model = lm(*FOLLOW_UP)
     result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
     assert result.question == "How often is the ALMA cryostat warmed up?"
     assert events[:2] == ["condense", "classify_query"] and len(model.history) == 4
@@ -124,16 +128,7 @@ def test_a_follow_up_is_condensed_even_when_first_questions_skip_understanding()
 
 def test_history_is_condensed_first():
     agent = AnswerAgent(DOMAINS)
-    model = lm(
-        {
-            "standalone_question": "How often is the ALMA cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "cryostat maintenance",
-        },
-        {"answer": "Every six months [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "yes"},
-    )
+    model = lm(*FOLLOW_UP)
     result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
     assert events[0] == "condense" and result.question == "How often is the ALMA cryostat warmed up?"
 
