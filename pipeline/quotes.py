@@ -9,11 +9,14 @@ strongest evidence of the whole context by its retrieval score, cited or not: a 
 may cite the wrong row ("net income" for operating expenses), and the user should still see
 the rows the search found for the question. Replayed on the 13 answered SEC questions of an
 agent run (16 questions, embedded model), the gold figures in the quotes rose from 0.13 to
-0.40 (the context held 0.77). A passage shown whole (not as units) is split into sentences
+0.40 (the context held 0.77). That fill reaches each document of the context before a
+second unit of one (a question over several periods sees each period), and skips a unit
+whose figures are all quoted already (a filing restates its income statement's rows in
+its notes and its discussion). A passage shown whole (not as units) is split into sentences
 and table rows on the spot; either way a quote's text is a verbatim substring of its chunk,
 so a quoted figure is exactly the document's.
-When there is no answer to match (it could not be verified), the best units by retrieval
-score are quoted as the closest evidence found.
+When there is no answer to match (it could not be verified), the same fill quotes the
+closest evidence found.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class QuoteCandidate:
     """A unit that may be quoted: its passage number, verbatim text, table header and page."""
 
     n: int
+    source: str
     text: str
     table_header: str
     page: int
@@ -53,6 +57,7 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
     """Every quotable unit of ``passages`` (numbered from 1), in passage and reading order."""
     candidates = []
     for n, passage in enumerate(passages, start=1):
+        source, first_page = passage.chunk.source, passage.chunk.pages[0]
         for piece in passage.pieces:
             if piece.unit is not None:
                 unit = piece.unit
@@ -61,12 +66,14 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
                     if unit.kind == "row"
                     else ""
                 )
-                page = unit.page or passage.chunk.pages[0]
-                candidates.append(QuoteCandidate(n, unit.text, header, page, piece.score, len(candidates)))
+                page = unit.page or first_page
+                candidates.append(
+                    QuoteCandidate(n, source, unit.text, header, page, piece.score, len(candidates))
+                )
             else:
                 for sentence in split_sentences(piece.text):
                     candidates.append(
-                        QuoteCandidate(n, sentence, "", passage.chunk.pages[0], piece.score, len(candidates))
+                        QuoteCandidate(n, source, sentence, "", first_page, piece.score, len(candidates))
                     )
     return candidates
 
@@ -82,8 +89,7 @@ def choose_quotes(
     if not candidates:
         return []
     if answer is None:
-        best = sorted(candidates, key=lambda c: -c.score)[: min(limit, 3)]
-        return sorted(best, key=lambda c: c.position)
+        return _add_strongest_evidence([], candidates, limit)
     pool = [c for c in candidates if c.n in cited] or candidates
     answer_figures = figures(answer)
     answer_terms = _words(answer)
@@ -108,9 +114,26 @@ def choose_quotes(
             break
         if candidate not in chosen and all(candidate.text != c.text for c in chosen):
             chosen.append(candidate)
-    for candidate in sorted(candidates, key=lambda c: -c.score):  # then the strongest evidence
-        if len(chosen) >= limit:
-            break
-        if all(candidate.text != c.text for c in chosen):
+    return _add_strongest_evidence(chosen, candidates, limit)
+
+
+def _add_strongest_evidence(
+    chosen: list[QuoteCandidate], candidates: Sequence[QuoteCandidate], limit: int
+) -> list[QuoteCandidate]:
+    """``chosen`` filled up to ``limit`` by retrieval score: first from documents not quoted yet, then
+    from any; a unit whose figures are all quoted already (the same row restated elsewhere in
+    the filing) is skipped. Returned in reading order."""
+    quoted_figures = set().union(*(figures(c.text) for c in chosen))
+    ranked = sorted(candidates, key=lambda c: -c.score)
+    for new_document_only in (True, False):
+        for candidate in ranked:
+            if len(chosen) >= limit:
+                break
+            if new_document_only and any(candidate.source == c.source for c in chosen):
+                continue
+            stated = figures(candidate.text)
+            if (stated and stated <= quoted_figures) or any(candidate.text == c.text for c in chosen):
+                continue
             chosen.append(candidate)
+            quoted_figures |= stated
     return sorted(chosen, key=lambda c: c.position)

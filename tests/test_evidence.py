@@ -24,6 +24,7 @@ from pipeline.evidence import (
     select_evidence,
     states_figures,
 )
+from pipeline.quotes import choose_quotes
 from pipeline.text import analyze
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 from programs.agent import quotes_for
@@ -302,7 +303,7 @@ def test_a_quoted_figure_is_byte_identical_to_the_document_text():
     assert first.text in chunks[0].text
     assert "Three Months Ended July 1, 2023" in first.context and first.pages == (1, 1)
     unverified = quotes_for(passages, None)
-    assert 1 <= len(unverified) <= 3 and all(any(q.text in c.text for c in chunks) for q in unverified)
+    assert 1 <= len(unverified) <= 5 and all(any(q.text in c.text for c in chunks) for q in unverified)
 
 
 def test_quotes_after_the_answers_own_are_the_strongest_evidence_even_uncited():
@@ -323,6 +324,26 @@ def test_quotes_after_the_answers_own_are_the_strongest_evidence_even_uncited():
     assert [q.n for q in quotes] == [1, 2, 4, 5, 7], "the cited row, then the strongest, in reading order"
     alone = quotes_for(passages[1:2], "Operating expenses were $16,425 million [1].")
     assert [q.text for q in alone] == ["| Net income | 16,425 |"]
+
+
+def test_quotes_skip_repeated_figures_and_reach_each_document_before_a_second_from_one():
+    def passage(n: int, source: str, text: str, score: float) -> Passage:
+        chunk_id = f"{source}-{n:04d}"
+        unit = EvidenceUnit(f"{chunk_id}/000", chunk_id, source, "row", text, 1, "|  | Q |")
+        chunk = Chunk(chunk_id, source, "c", f"/{source}.pdf", source, ("Results",), (1, 1), text, "h")
+        return Passage(chunk, (ContextPiece(chunk, text, score, 0, unit),))
+
+    passages = [
+        passage(1, "q3", "| Total net sales | 81,797 | 82,959 |", 0.9),
+        passage(2, "q3", "| Total net sales | $81,797 | $82,959 |", 0.85),  # the same figures, restated
+        passage(3, "q3", "| Products | 60,584 | 63,355 |", 0.7),
+        passage(4, "q2", "| Total net sales | 94,836 | 97,278 |", 0.5),
+        passage(5, "q1", "| Total net sales | 117,154 | 123,945 |", 0.4),
+    ]
+    closest = quotes_for(passages, None)
+    assert [q.n for q in closest] == [1, 3, 4, 5], "one per document first, then by score; no restatement"
+    answered = choose_quotes("Net sales were $81,797 million [1].", passages, cited={1}, limit=3)
+    assert [q.n for q in answered] == [1, 4, 5], "after the answer's own row, the other periods' documents"
 
 
 def test_hits_outside_the_needed_documents_do_not_add_documents():
