@@ -320,6 +320,12 @@ class Settings(BaseSettings):
     llm_threads: int | None = Field(
         None, ge=1, description="CPU threads of the embedded LLM; unset: all cores."
     )
+    llm_prompt_cache_mb: int = Field(
+        256,
+        ge=0,
+        description="Model states the embedded LLM keeps to resume prompts that start alike (each "
+        "signature's instructions); about 1 GB more memory at 256; 0: off.",
+    )
     model_cache_dir: Path = Field(
         Path(".docfinder/models"), description="Where the embedded LLM's joined GGUF and server log are kept."
     )

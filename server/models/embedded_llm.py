@@ -84,11 +84,13 @@ class LlamaServer:
         log_path: Path,
         n_ctx: int = 4096,
         threads: int | None = None,
+        prompt_cache_mb: int = 0,
         start_timeout_s: float = 180,
     ) -> None:
         self.model = model
         self.log_path = log_path
         self.n_ctx = n_ctx
+        self.prompt_cache_mb = prompt_cache_mb
         self.threads = threads or max(1, (os.cpu_count() or 2))
         self.start_timeout_s = start_timeout_s
         self.port = _free_port()
@@ -99,8 +101,22 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        # logits_all False: True reserves about 2.5 GB and slows the first token. chat_format is
-        # left unset so the GGUF's own (ChatML) template is used.
+        """The server's command line.
+
+        logits_all False: True reserves about 2.5 GB and slows the first token. chat_format is
+        left unset so the GGUF's own (ChatML) template is used. The prompt cache keeps the model
+        state after each call and resumes the next call from the longest cached prefix: each
+        signature's instructions come first in its prompt, so every later call of a signature
+        skips reading them again (and a retried generate skips the passages too); measured on
+        five SEC questions' generate and check calls, 3.3 s less per question. Each cached state
+        also holds a copy of the batch's logits (batch × 151,936 floats), so the batch is 128
+        tokens: 78 MB a state instead of 311, and no slower to read a prompt on a CPU.
+        """
+        cache = (
+            ["--cache", "True", "--cache_size", str(self.prompt_cache_mb << 20)]
+            if self.prompt_cache_mb
+            else []
+        )
         return [
             sys.executable,
             "-m",
@@ -117,6 +133,9 @@ class LlamaServer:
             str(self.threads),
             "--logits_all",
             "False",
+            "--n_batch",
+            "128",
+            *cache,
         ]
 
     async def __aenter__(self) -> LlamaServer:

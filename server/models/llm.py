@@ -61,6 +61,7 @@ async def open_lm(settings: Settings) -> AsyncIterator[Any]:
         log_path=settings.model_cache_dir / "llama-server.log",
         n_ctx=settings.llm_context_tokens,
         threads=settings.llm_threads,
+        prompt_cache_mb=settings.llm_prompt_cache_mb,
     )
     async with server:
         yield make_lm(settings, api_base=server.api_base)
