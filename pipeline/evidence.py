@@ -38,8 +38,12 @@ from 0.5 to 0.6.
 
 :func:`select_evidence` then fills the token budget so that every needed document is
 represented before any document gets a second unit, then by score, a row's table header
-counted once per passage. Unit embeddings come from the index (computed at ingest): only
-the query variants are embedded here.
+counted once per passage. A unit whose figures its document already stated is skipped: a
+filing repeats its statements' rows in its notes and its discussion ("Inventories 4,779"
+on the balance sheet, "Total inventories $4,779" in a note), and the room goes to evidence
+not yet there (1,000 / 1,200 / 2,000 / 4,000 tokens: 0.679 / 0.699 / 0.796 / 0.866 →
+0.688 / 0.733 / 0.800 / 0.875; the agent reads 1,200). Unit embeddings come from the index
+(computed at ingest): only the query variants are embedded here.
 """
 
 from __future__ import annotations
@@ -328,13 +332,15 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
 
     A row costs its own tokens plus, the first time its table appears in a passage, the
     table header and group label it is shown with. A unit whose words were already chosen
-    (a row repeated in the next period's filing) is skipped.
+    (a row repeated in the next period's filing) is skipped, and so is one whose figures its
+    own document already stated (the row restated in a note).
     """
     by_document: dict[int, list[ScoredUnit]] = {}
     for candidate in search.units:
         by_document.setdefault(candidate.document_rank, []).append(candidate)
     chosen: list[ScoredUnit] = []
     stated: set[str] = set()
+    figures_of_document: dict[str, set[str]] = {}
     headers: set[tuple[str, str]] = set()
     used = 0
 
@@ -343,6 +349,10 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
         unit = candidate.unit
         said = " ".join(unit.text.split())
         if said in stated:  # the same row or sentence in another period's filing adds nothing
+            return False
+        unit_figures = figures(unit.text)
+        known = figures_of_document.setdefault(unit.doc_id, set())
+        if unit_figures and unit_figures <= known:
             return False
         cost = tokenizer.count(unit.text) + 1
         header_key = (unit.chunk_id, unit.table_header)
@@ -355,6 +365,7 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
         used += cost
         chosen.append(candidate)
         stated.add(said)
+        known |= unit_figures
         if unit.kind == "row":
             headers.add(header_key)
         return True

@@ -203,6 +203,24 @@ def test_a_sentence_repeated_in_another_filing_is_chosen_once():
     assert [c.unit.unit_id for c in chosen] == ["a-0000/000", "b-0000/001"]
 
 
+def test_a_row_whose_figures_its_document_already_stated_leaves_room_for_new_evidence():
+    def row(doc: str, i: int, text: str) -> EvidenceUnit:
+        return EvidenceUnit(f"{doc}-0000/{i:03d}", f"{doc}-0000", doc, "row", text, 1, "| | Q |")
+
+    candidates = [
+        ScoredUnit(row("a", 0, "| Inventories | 4,779 | 5,159 |"), _chunk("a"), 1.0, 0),
+        ScoredUnit(row("b", 0, "| Inventories | $4,779 | $5,159 |"), _chunk("b"), 0.95, 1),
+        ScoredUnit(row("a", 1, "| Total inventories | $4,779 | $5,159 |"), _chunk("a"), 0.9, 0),  # the notes
+        ScoredUnit(row("a", 2, "| Finished goods | 1,520 | 1,334 |"), _chunk("a"), 0.5, 0),
+    ]
+    chosen = select_evidence(
+        EvidenceSearch(candidates, ["a", "b"]), budget=40, tokenizer=WhitespaceTokenizer()
+    )
+    assert [c.unit.unit_id for c in chosen] == ["a-0000/000", "b-0000/000", "a-0000/002"], (
+        "the restated row is skipped within its document, kept in another"
+    )
+
+
 def _unit(doc: str, i: int) -> EvidenceUnit:
     return EvidenceUnit(
         f"{doc}-0000/{i:03d}", f"{doc}-0000", doc, "sentence", f"Sentence {i} of {doc} here.", 1
