@@ -240,10 +240,10 @@ class Settings(BaseSettings):
         2000, ge=64, description="Token budget of the context (T_max) for `search --context` and evaluation."
     )
     agent_context_tokens: int = Field(
-        1200,
+        1300,
         ge=64,
-        description="Token budget (embedder tokens) of the evidence the answering LLM reads; the embedded "
-        "model's 4,096-token window and speed set the default.",
+        description="Token budget (embedder tokens, passage labels included) of the evidence the answering "
+        "LLM reads; the embedded model's 4,096-token window and speed set the default.",
     )
     context_candidates: int = Field(
         40, ge=1, description="Retrieved passages that context selection chooses from."

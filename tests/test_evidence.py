@@ -19,6 +19,7 @@ from pipeline.evidence import (
     EvidenceSearch,
     ScoredUnit,
     find_evidence,
+    label_cost,
     pull_mentioned_rows,
     pull_table_rows,
     select_evidence,
@@ -173,6 +174,7 @@ def test_over_time_draws_one_unit_from_each_periods_document_before_any_second()
     tokenizer = WhitespaceTokenizer()
     best = search.units[0].unit
     one_each = 3 * sum(tokenizer.count(t) + 1 for t in (best.text, best.table_header, best.row_group))
+    one_each += sum(label_cost(index.chunks[f"{d}-0000"], tokenizer) for d in ("q1", "q2", "q3"))
     chosen = select_evidence(search, budget=one_each + 5, tokenizer=tokenizer)
     assert [c.unit.doc_id for c in chosen[:3]] == ["q3", "q2", "q1"], "each period's document first"
     assert all(c.unit.text.startswith("| Total net sales |") for c in chosen[:3])
@@ -182,7 +184,9 @@ def test_without_a_spread_the_budget_goes_by_score():
     strong = [ScoredUnit(_unit("a", i), _chunk("a"), 1.0 - i / 100, 0) for i in range(5)]
     weak = [ScoredUnit(_unit("b", 0), _chunk("b"), 0.1, 1)]
     chosen = select_evidence(
-        EvidenceSearch(strong + weak, ["a", "b"]), budget=4 * 6, tokenizer=WhitespaceTokenizer()
+        EvidenceSearch(strong + weak, ["a", "b"]),
+        budget=4 * 6 + 2 * label_cost(_chunk("a"), WhitespaceTokenizer()),
+        tokenizer=WhitespaceTokenizer(),
     )
     assert chosen[0].unit.doc_id == "a" and "b" in [c.unit.doc_id for c in chosen]
     assert len(chosen) == 4, (
@@ -214,7 +218,7 @@ def test_a_row_whose_figures_its_document_already_stated_leaves_room_for_new_evi
         ScoredUnit(row("a", 2, "| Finished goods | 1,520 | 1,334 |"), _chunk("a"), 0.5, 0),
     ]
     chosen = select_evidence(
-        EvidenceSearch(candidates, ["a", "b"]), budget=40, tokenizer=WhitespaceTokenizer()
+        EvidenceSearch(candidates, ["a", "b"]), budget=60, tokenizer=WhitespaceTokenizer()
     )
     assert [c.unit.unit_id for c in chosen] == ["a-0000/000", "b-0000/000", "a-0000/002"], (
         "the restated row is skipped within its document, kept in another"
