@@ -348,6 +348,28 @@ def test_quotes_after_the_answers_own_are_the_strongest_evidence_even_uncited():
     assert [q.text for q in alone] == ["| Net income | 16,425 |"]
 
 
+def test_the_strongest_evidence_keeps_two_quotes_beside_a_wrong_answers_many_matches():
+    def row(n: int, text: str, score: float, chunk_id: str) -> ContextPiece:
+        unit = EvidenceUnit(f"{chunk_id}/{n:03d}", chunk_id, "d", "row", text, 1, "|  | Q1 2023 |")
+        return ContextPiece(chunk_of(chunk_id), text, score, n, unit)
+
+    def chunk_of(chunk_id: str) -> Chunk:
+        return Chunk(chunk_id, "d", "c", "/d.pdf", "Report", ("Results",), (1, 1), "text", "h")
+
+    per_share = [
+        row(i, f"| {label} earnings per share | ${i}.{i}1 |", 0.3, "d-0001")
+        for i, label in enumerate(("Basic", "Diluted", "Adjusted basic", "Adjusted diluted", "Pro forma"))
+    ]
+    passages = [
+        Passage(chunk_of("d-0001"), tuple(per_share)),  # what the answer cited, every row matching its words
+        Passage(chunk_of("d-0002"), (row(0, "| Operating expenses | 122,584 |", 0.9, "d-0002"),)),
+        Passage(chunk_of("d-0003"), (row(0, "| Operating income | 4,774 |", 0.8, "d-0003"),)),
+    ]
+    quotes = quotes_for(passages, "Basic and diluted earnings per share, adjusted and pro forma, fell [1].")
+    assert len(quotes) == 5 and sum(q.n == 1 for q in quotes) == 3
+    assert {q.n for q in quotes} == {1, 2, 3}, "the two strongest rows are quoted however many rows match"
+
+
 def test_quotes_skip_repeated_figures_and_reach_each_document_before_a_second_from_one():
     def passage(n: int, source: str, text: str, score: float) -> Passage:
         chunk_id = f"{source}-{n:04d}"
