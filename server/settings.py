@@ -324,7 +324,7 @@ class Settings(BaseSettings):
         256,
         ge=0,
         description="Model states the embedded LLM keeps to resume prompts that start alike (each "
-        "signature's instructions); about 1 GB more memory at 256; 0: off.",
+        "signature's instructions); the server's memory grows by 1 to 1.5 GB at 256; 0: off.",
     )
     model_cache_dir: Path = Field(
         Path(".docfinder/models"), description="Where the embedded LLM's joined GGUF and server log are kept."
