@@ -46,8 +46,8 @@ not yet there (1,000 / 1,200 / 2,000 / 4,000 tokens: 0.679 / 0.699 / 0.796 / 0.8
 reads it: at the same figure recall the prompt is shorter (0.733 in 3,706 characters of
 context at 1,350 tokens with labels counted, 3,998 at 1,200 without), and each setting now
 gives what the LLM reads (1,000 / 2,000 / 4,000: 0.680 / 0.783 / 0.867; the agent's 1,300:
-0.715 in 3,554 characters). Unit embeddings come from the index
-(computed at ingest): only the query variants are embedded here.
+0.715 in 3,554 characters). Unit embeddings come from the index (computed at ingest):
+only the query variants are embedded here.
 """
 
 from __future__ import annotations
