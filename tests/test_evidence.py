@@ -328,11 +328,17 @@ def test_a_quoted_figure_is_byte_identical_to_the_document_text():
     assert 1 <= len(unverified) <= 5 and all(any(q.text in c.text for c in chunks) for q in unverified)
 
 
+def _row_passage(doc: str, n: int, text: str, score: float) -> Passage:
+    """Chunk ``n`` of document ``doc`` (``/doc.pdf``) shown as the one table row ``text``."""
+    chunk_id = f"{doc}-{n:04d}"
+    unit = EvidenceUnit(f"{chunk_id}/000", chunk_id, doc, "row", text, 1, "|  | Q3 2023 |")
+    chunk = Chunk(chunk_id, doc, "c", f"/{doc}.pdf", "Report", ("Results",), (1, 1), text, "h")
+    return Passage(chunk, (ContextPiece(chunk, text, score, 0, unit),))
+
+
 def test_quotes_after_the_answers_own_are_the_strongest_evidence_even_uncited():
     def passage(n: int, text: str, score: float) -> Passage:
-        unit = EvidenceUnit(f"d-{n:04d}/000", f"d-{n:04d}", "d", "row", text, 1, "|  | Q3 2023 |")
-        chunk = Chunk(f"d-{n:04d}", "d", "c", "/d.pdf", "Report", ("Results",), (1, 1), text, "h")
-        return Passage(chunk, (ContextPiece(chunk, text, score, 0, unit),))
+        return _row_passage("d", n, text, score)
 
     passages = [
         passage(1, "| Total operating expenses | 32,348 |", 0.9),  # what the question asked for
@@ -349,12 +355,12 @@ def test_quotes_after_the_answers_own_are_the_strongest_evidence_even_uncited():
 
 
 def test_the_strongest_evidence_keeps_two_quotes_beside_a_wrong_answers_many_matches():
+    def chunk_of(chunk_id: str) -> Chunk:
+        return Chunk(chunk_id, "d", "c", "/d.pdf", "Report", ("Results",), (1, 1), "text", "h")
+
     def row(n: int, text: str, score: float, chunk_id: str) -> ContextPiece:
         unit = EvidenceUnit(f"{chunk_id}/{n:03d}", chunk_id, "d", "row", text, 1, "|  | Q1 2023 |")
         return ContextPiece(chunk_of(chunk_id), text, score, n, unit)
-
-    def chunk_of(chunk_id: str) -> Chunk:
-        return Chunk(chunk_id, "d", "c", "/d.pdf", "Report", ("Results",), (1, 1), "text", "h")
 
     per_share = [
         row(i, f"| {label} earnings per share | ${i}.{i}1 |", 0.3, "d-0001")
@@ -371,18 +377,12 @@ def test_the_strongest_evidence_keeps_two_quotes_beside_a_wrong_answers_many_mat
 
 
 def test_quotes_skip_repeated_figures_and_reach_each_document_before_a_second_from_one():
-    def passage(n: int, source: str, text: str, score: float) -> Passage:
-        chunk_id = f"{source}-{n:04d}"
-        unit = EvidenceUnit(f"{chunk_id}/000", chunk_id, source, "row", text, 1, "|  | Q |")
-        chunk = Chunk(chunk_id, source, "c", f"/{source}.pdf", source, ("Results",), (1, 1), text, "h")
-        return Passage(chunk, (ContextPiece(chunk, text, score, 0, unit),))
-
     passages = [
-        passage(1, "q3", "| Total net sales | 81,797 | 82,959 |", 0.9),
-        passage(2, "q3", "| Total net sales | $81,797 | $82,959 |", 0.85),  # the same figures, restated
-        passage(3, "q3", "| Products | 60,584 | 63,355 |", 0.7),
-        passage(4, "q2", "| Total net sales | 94,836 | 97,278 |", 0.5),
-        passage(5, "q1", "| Total net sales | 117,154 | 123,945 |", 0.4),
+        _row_passage("q3", 1, "| Total net sales | 81,797 | 82,959 |", 0.9),
+        _row_passage("q3", 2, "| Total net sales | $81,797 | $82,959 |", 0.85),  # the same figures, restated
+        _row_passage("q3", 3, "| Products | 60,584 | 63,355 |", 0.7),
+        _row_passage("q2", 4, "| Total net sales | 94,836 | 97,278 |", 0.5),
+        _row_passage("q1", 5, "| Total net sales | 117,154 | 123,945 |", 0.4),
     ]
     closest = quotes_for(passages, None)
     assert [q.n for q in closest] == [1, 3, 4, 5], "one per document first, then by score; no restatement"
