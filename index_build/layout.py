@@ -9,13 +9,15 @@
         20261122T101500-3f2a/                      a complete, immutable version
           manifest.json                            format, models, counts, checksums
           files.json                               one record per ingested source file
-          collections/NAME/{chunks.jsonl, embeddings.npy, vectors.usearch, bm25/}
+          collections/NAME/{chunks.jsonl, units.jsonl, rows.npz, embeddings.npy,
+                            vectors.usearch, bm25/, ...}
         .building-20261122T103000-9c1d/            a version being written (never read)
 
 A version is written under a ``.building-`` name, renamed into place, and only then is the
 ``live`` symlink replaced by ``os.replace``, which is atomic on POSIX. A ``kill -9`` at any
 moment therefore leaves the previous version live; the next writer removes the debris.
-Readers load a version into memory, so pruning old versions never breaks a reader.
+Readers open (map or read) every file of a version at once, so pruning old versions never
+breaks a reader.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A loaded, read-only index version: what the service searches.
 
-Everything is read into memory at open, so the directory may be pruned afterwards without
-disturbing a reader, and a reader never sees a mixture of two versions.
+Everything is opened at once (files mapped or read, never looked up by path later), so the
+directory may be pruned afterwards without disturbing a reader, and a reader never sees a
+mixture of two versions.
 """
 
 from __future__ import annotations
@@ -14,20 +15,25 @@ from typing import Any
 import numpy as np
 
 from index_build.layout import live_version_dir
+from index_build.records import ChunkRows, StoredRows, chunk_from_json, open_records, unit_from_json
 from index_build.version import (
     COLLECTIONS,
     FileRecord,
-    read_chunks,
     read_files,
     read_manifest,
+    read_rows,
     read_sparse,
-    read_units,
     verify_checksums,
 )
 from pipeline.documents import DocumentMeta
 from pipeline.errors import IndexCorruptError, NotFoundError, UnknownCollectionError
 from pipeline.sparse import SparseSet, rank_sparse
 from pipeline.types import Chunk, EvidenceUnit
+
+# Decoded records kept per collection: every chunk and unit of a few thousand pages, the
+# passages of the recent questions at a million chunks (about 1 KB a chunk, 0.3 KB a unit).
+CHUNK_CACHE = 20_000
+UNIT_CACHE = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +45,14 @@ class CollectionIndex:
     """
 
     name: str
-    chunks: tuple[Chunk, ...]
+    chunks: Sequence[Chunk]
     embeddings: np.ndarray
     bm25: Any
     bm25_fields: Any
     vectors: Any
-    rows: dict[str, int]
+    rows: ChunkRows
     sparse: SparseSet
-    units: tuple[EvidenceUnit, ...] = ()
+    units: Sequence[EvidenceUnit] = ()
     unit_embeddings: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
     bm25_units: Any = None
     doc_chunks: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -130,7 +136,7 @@ def _top_rows(scores: np.ndarray, k: int, positive: bool = True) -> list[tuple[i
     return [(int(i), float(scores[i])) for i in top if not positive or scores[i] > 0]
 
 
-def _top_k(chunks: tuple[Chunk, ...], scores: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
+def _top_k(chunks: Sequence[Chunk], scores: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
     k = min(k, len(scores))
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top], kind="stable")]
@@ -263,26 +269,19 @@ class IndexSnapshot:
     def chunk(self, chunk_id: str) -> Chunk:
         """The passage with id ``chunk_id``, or :class:`NotFoundError`."""
         for collection in self.collections.values():
-            if chunk_id in collection.rows:
-                return collection.chunks[collection.rows[chunk_id]]
+            row = collection.rows.get(chunk_id)
+            if row is not None:
+                return collection.chunks[row]
         raise NotFoundError(f"no passage with id {chunk_id!r} in index version {self.version_id}")
 
     def document(self, doc_id: str) -> tuple[FileRecord, list[Chunk]]:
         """A document's file record and its passages in reading order, or :class:`NotFoundError`."""
         for record in self.files:
             if record.doc_id == doc_id:
-                chunks = self.collections[record.collection].chunks
-                return record, [c for c in chunks if c.doc_id == doc_id]
+                collection = self.collections[record.collection]
+                start, stop = collection.doc_chunks.get(doc_id, (0, 0))
+                return record, list(collection.chunks[start:stop])
         raise NotFoundError(f"no document with id {doc_id!r} in index version {self.version_id}")
-
-
-def _spans(doc_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """Each document's (start, stop) rows; a document's rows are written contiguously."""
-    spans: dict[str, tuple[int, int]] = {}
-    for row, doc_id in enumerate(doc_ids):
-        start = spans[doc_id][0] if doc_id in spans else row
-        spans[doc_id] = (start, row + 1)
-    return spans
 
 
 def open_live(index_dir: Path, *, verify: bool = True, memory_map: bool = True) -> IndexSnapshot:
@@ -293,11 +292,12 @@ def open_live(index_dir: Path, *, verify: bool = True, memory_map: bool = True) 
 def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = True) -> IndexSnapshot:
     """Load one version directory, checking its manifest and checksums.
 
-    With ``memory_map`` the large arrays (embeddings, BM25 matrices, the vector graph) are
-    mapped read-only from the files rather than copied into the process: the operating
-    system pages in what searches touch, and every process serving the same version shares
-    one copy in the page cache. A version directory is never modified once written, and a
-    mapped file that a later clean-up deletes stays readable until it is unmapped.
+    With ``memory_map`` nothing large is copied into the process: the BM25 matrices and the
+    vector graph are mapped read-only from their files, and the chunk and unit records and
+    the embedding rows are read when a search asks for them (see :mod:`index_build.records`).
+    The operating system keeps what searches touch in its page cache, one copy for every
+    process serving the same version. A version directory is never modified once written,
+    and a file that a later clean-up deletes stays readable while it is mapped or open.
     """
     import bm25s
 
@@ -308,15 +308,28 @@ def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = T
     manifest = read_manifest(version_dir)
     if verify:
         verify_checksums(version_dir, manifest)
-    mmap_mode = "r" if memory_map else None
+    matrix = StoredRows if memory_map else np.load
     collections = {}
     for name in manifest["counts"]["collections"]:
         directory = version_dir / COLLECTIONS / name
         vectors = Index.restore(str(directory / "vectors.usearch"), view=memory_map)
         if vectors is None:
             raise IndexCorruptError(f"{directory / 'vectors.usearch'} is not a usearch index")
-        chunks = tuple(read_chunks(directory))
-        units = tuple(read_units(directory))
+        rows = read_rows(directory)
+        chunks = open_records(
+            directory / "chunks.jsonl",
+            rows.chunk_offsets,
+            chunk_from_json,
+            in_memory=not memory_map,
+            cache_size=CHUNK_CACHE,
+        )
+        units = open_records(
+            directory / "units.jsonl",
+            rows.unit_offsets,
+            unit_from_json,
+            in_memory=not memory_map,
+            cache_size=UNIT_CACHE,
+        )
 
         def bm25(folder: str, directory: Path = directory) -> Any:
             return bm25s.BM25.load(str(directory / folder), mmap=memory_map, show_progress=False)
@@ -324,17 +337,17 @@ def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = T
         collections[name] = CollectionIndex(
             name=name,
             chunks=chunks,
-            embeddings=np.load(directory / "embeddings.npy", mmap_mode=mmap_mode),
+            embeddings=matrix(directory / "embeddings.npy"),
             bm25=bm25("bm25"),
             bm25_fields=bm25("bm25_fields"),
             vectors=vectors,
-            rows={c.chunk_id: i for i, c in enumerate(chunks)},
+            rows=ChunkRows(rows.id_hashes, rows.id_rows, chunks),
             sparse=read_sparse(directory),
             units=units,
-            unit_embeddings=np.load(directory / "unit_embeddings.npy", mmap_mode=mmap_mode),
+            unit_embeddings=matrix(directory / "unit_embeddings.npy"),
             bm25_units=bm25("bm25_units"),
-            doc_chunks=_spans([c.doc_id for c in chunks]),
-            doc_units=_spans([u.doc_id for u in units]),
+            doc_chunks=rows.doc_chunks,
+            doc_units=rows.doc_units,
         )
     return IndexSnapshot(
         version_id=manifest["version"],

@@ -142,7 +142,11 @@ class Settings(BaseSettings):
     index_dir: Path = Field(Path(".docfinder/index"), description="Where index versions are kept.")
     index_memory_map: bool = Field(
         True,
-        description="Map the index's arrays from disk (shared by the processes serving it), not copy them.",
+        description=(
+            "Serve the index from its files, not a copy in memory: BM25 matrices and vector graph"
+            " mapped, chunk records and embedding rows read when a search needs them (the page"
+            " cache, shared by the processes serving it, holds them)."
+        ),
     )
     collections: dict[str, CollectionSettings] = Field(
         default_factory=dict,
