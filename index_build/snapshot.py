@@ -315,17 +315,17 @@ def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = T
         vectors = Index.restore(str(directory / "vectors.usearch"), view=memory_map)
         if vectors is None:
             raise IndexCorruptError(f"{directory / 'vectors.usearch'} is not a usearch index")
-        rows = read_rows(directory)
+        layout = read_rows(directory)
         chunks = open_records(
             directory / "chunks.jsonl",
-            rows.chunk_offsets,
+            layout.chunk_offsets,
             chunk_from_json,
             in_memory=not memory_map,
             cache_size=CHUNK_CACHE,
         )
         units = open_records(
             directory / "units.jsonl",
-            rows.unit_offsets,
+            layout.unit_offsets,
             unit_from_json,
             in_memory=not memory_map,
             cache_size=UNIT_CACHE,
@@ -341,13 +341,13 @@ def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = T
             bm25=bm25("bm25"),
             bm25_fields=bm25("bm25_fields"),
             vectors=vectors,
-            rows=ChunkRows(rows.id_hashes, rows.id_rows, chunks),
+            rows=ChunkRows(layout.id_hashes, layout.id_rows, chunks),
             sparse=read_sparse(directory),
             units=units,
             unit_embeddings=matrix(directory / "unit_embeddings.npy"),
             bm25_units=bm25("bm25_units"),
-            doc_chunks=rows.doc_chunks,
-            doc_units=rows.doc_units,
+            doc_chunks=layout.doc_chunks,
+            doc_units=layout.doc_units,
         )
     return IndexSnapshot(
         version_id=manifest["version"],
