@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -19,10 +19,19 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from index_build.chunking import ChunkingOptions, chunk_pieces
-from index_build.convert import SUPPORTED_SUFFIXES, DocumentConverter
+from index_build.chunking import ChunkingOptions
+from index_build.conversion import (
+    ChunkingSetup,
+    ConversionJob,
+    ConversionPool,
+    ConvertedFile,
+    Outcome,
+    convert_in_process,
+    failure_reason,
+)
+from index_build.convert import SUPPORTED_SUFFIXES
 from index_build.document import ParsedDocument
-from index_build.evidence import EVIDENCE_VERSION, document_units
+from index_build.evidence import EVIDENCE_VERSION
 from index_build.layout import (
     building_dir,
     new_version_id,
@@ -31,7 +40,6 @@ from index_build.layout import (
     remove_stale_builds,
     writer_lock,
 )
-from index_build.metadata import describe
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import SourceFile, discover, file_sha256
 from index_build.version import (
@@ -42,7 +50,7 @@ from index_build.version import (
     write_collection,
     write_manifest,
 )
-from pipeline.errors import ConfigurationError, DocumentError, IndexCorruptError, IndexNotFoundError
+from pipeline.errors import ConfigurationError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.sparse import DEFAULT_THRESHOLD
 from pipeline.types import MODEL_TEXT_VERSION, Chunk, EvidenceUnit, model_text, unit_search_text
@@ -55,13 +63,15 @@ LENGTH_CLASS_CHARS = 64  # texts this close in length (about 15 tokens) are embe
 
 @dataclass(frozen=True, slots=True)
 class IngestOptions:
-    """What shapes a build: chunking, BM25 parameters, retention, the PDF pipeline."""
+    """What shapes a build: chunking, BM25 parameters, retention, the PDF pipeline, and how
+    many child processes convert files (0: the ingesting process converts them itself)."""
 
     chunking: ChunkingOptions = field(default_factory=ChunkingOptions)
     bm25: Bm25Params = field(default_factory=Bm25Params)
     keep_versions: int = 3
     pdf_models_dir: Path | None = None
     sparse_threshold: float = DEFAULT_THRESHOLD
+    convert_processes: int = 1
 
 
 # Writes one or two sentences situating a chunk in its document (contextual enrichment).
@@ -154,7 +164,6 @@ def ingest(
     started = time.perf_counter()
     discovery = discover(inputs, collection)
     sources = discovery.sources
-    converter = DocumentConverter(options.pdf_models_dir)
     with writer_lock(index_dir):
         for stale in remove_stale_builds(index_dir):
             log.warning("removed a half-written version left by an interrupted ingest: %s", stale.name)
@@ -173,7 +182,7 @@ def ingest(
         )
         with EmbeddingWorker(embedder, previous, progress, report) as embedding:
             documents, failures, converted = _process_sources(
-                sources, previous, converter, embedder, options, progress, enricher, embedding.submit
+                sources, previous, embedder, options, progress, enricher, embedding.submit
             )
         report.converting_seconds = round(sum(d.seconds for d in documents), 3)
         kept = _documents_outside(previous, roots) if previous else []
@@ -253,44 +262,74 @@ def _sources_outside(snapshot: IndexSnapshot, roots: set[Path]) -> list[SourceFi
 def _process_sources(
     sources: list[SourceFile],
     previous: IndexSnapshot | None,
-    converter: DocumentConverter,
     embedder: Embedder,
     options: IngestOptions,
     progress: IngestProgress,
     enricher: Enricher | None,
     converted_document: Callable[[_Document], None],
 ) -> tuple[list[_Document], list[Failure], int]:
-    """Convert (or reuse) every source in turn; each converted document is handed to
-    ``converted_document`` at once, so its embedding overlaps the next conversion."""
+    """Reuse unchanged files and convert the others; each converted document is handed to
+    ``converted_document`` at once, so its embedding overlaps the next conversion. Documents
+    come back in the order of ``sources``."""
     previous_records = {r.path: r for r in previous.files} if previous else {}
     progress.start("files", len(sources))
     progress.start("pages", None)
     progress.start("chunks", None)
-    documents: list[_Document] = []
+    placed: dict[int, _Document] = {}
     failures: list[Failure] = []
-    converted = 0
-    for source in sources:
+    jobs: list[ConversionJob] = []
+    place_of: dict[ConversionJob, int] = {}
+
+    def done(place: int, document: _Document) -> None:
+        placed[place] = document
+        progress.advance("pages", document.record.pages)
+        progress.advance("chunks", len(document.chunks))
+        progress.advance("files")
+
+    for place, source in enumerate(sources):
         try:
             sha = file_sha256(source.path)
-            old = previous_records.get(str(source.path))
-            if old and old.sha256 == sha and old.collection == source.collection and previous:
-                document = _reuse(previous, old)
-            else:
-                began = time.perf_counter()
-                document = _convert(source, sha, converter, embedder, options, enricher)
-                document.seconds = time.perf_counter() - began
-                converted_document(document)
-                converted += 1
-            documents.append(document)
-            progress.advance("pages", document.record.pages)
-            progress.advance("chunks", len(document.chunks))
-        except DocumentError as exc:
-            failures.append(Failure(str(source.path), str(exc)))
-            log.warning("skipped %s: %s", source.path, exc)
         except OSError as exc:
-            failures.append(Failure(str(source.path), f"cannot read file: {exc.strerror or exc}"))
-        progress.advance("files")
+            failures.append(Failure(str(source.path), failure_reason(exc)))
+            progress.advance("files")
+            continue
+        old = previous_records.get(str(source.path))
+        if old and old.sha256 == sha and old.collection == source.collection and previous:
+            done(place, _reuse(previous, old))
+        else:
+            job = ConversionJob(source, sha)
+            jobs.append(job)
+            place_of[job] = place
+    converted = 0
+    for job, outcome in _conversions(jobs, embedder, options):
+        if isinstance(outcome, str):
+            failures.append(Failure(str(job.source.path), outcome))
+            log.warning("skipped %s: %s", job.source.path, outcome)
+            progress.advance("files")
+            continue
+        document = _converted_document(outcome, enricher)
+        converted_document(document)
+        converted += 1
+        done(place_of[job], document)
+    documents = [placed[place] for place in sorted(placed)]
     return documents, failures, converted
+
+
+def _conversions(
+    jobs: list[ConversionJob], embedder: Embedder, options: IngestOptions
+) -> Iterator[tuple[ConversionJob, Outcome]]:
+    """The jobs' outcomes in order, from child processes when two or more PDFs are among them.
+
+    PDFs are the slow kind (docling-parse and the layout rebuild, about 30 ms a page); other
+    formats convert in milliseconds, less than a child process takes to start. Chunking that
+    needs the embedder (semantic) converts here too."""
+    setup = ChunkingSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir)
+    if options.chunking.method == "semantic":
+        return convert_in_process(jobs, setup, embedder.embed)
+    pdfs = sum(1 for job in jobs if job.source.path.suffix.lower() == ".pdf")
+    if options.convert_processes == 0 or pdfs < 2:
+        return convert_in_process(jobs, setup)
+    return ConversionPool(min(options.convert_processes, len(jobs)), setup).convert(jobs)
 
 
 def _reuse(previous: IndexSnapshot, record: FileRecord) -> _Document:
@@ -306,47 +345,16 @@ def _reuse(previous: IndexSnapshot, record: FileRecord) -> _Document:
     )
 
 
-def _convert(
-    source: SourceFile,
-    sha: str,
-    converter: DocumentConverter,
-    embedder: Embedder,
-    options: IngestOptions,
-    enricher: Enricher | None,
-) -> _Document:
-    parsed = converter.convert(source.path)
-    chunked = chunk_pieces(
-        parsed,
-        doc_id=source.doc_id,
-        collection=source.collection,
-        source=str(source.path),
-        tokenizer=embedder.tokenizer,
-        options=options.chunking,
-        embed=embedder.embed if options.chunking.method == "semantic" else None,
-    )
-    if not chunked:
-        raise DocumentError("no text to index")
-    units = document_units(parsed, chunked)
-    chunks = [chunk for chunk, _ in chunked]
+def _converted_document(converted: ConvertedFile, enricher: Enricher | None) -> _Document:
+    """A converted file as ingest carries it: chunks situated by ``enricher`` when there is
+    one, vectors to be filled by the embedding worker."""
+    chunks = converted.chunks
     if enricher is not None:
-        chunks = [replace(chunk, context=enricher(parsed, chunk)) for chunk in chunks]
-    meta = describe(source.path, parsed, source.doc_id)
-    record = FileRecord(
-        path=str(source.path),
-        collection=source.collection,
-        doc_id=source.doc_id,
-        sha256=sha,
-        title=parsed.title,
-        pages=parsed.page_count,
-        chunks=len(chunks),
-        units=len(units),
-        relative=str(source.path.relative_to(source.root.parent)),
-        organisation=meta.organisation,
-        names=meta.names,
-        period=meta.period,
-        version=meta.version,
+        chunks = [replace(chunk, context=enricher(converted.parsed, chunk)) for chunk in chunks]
+    units = converted.units
+    return _Document(
+        converted.record, chunks, [None] * len(chunks), units, [None] * len(units), converted.seconds
     )
-    return _Document(record, chunks, [None] * len(chunks), units, [None] * len(units))
 
 
 def _under(path: str, roots: set[Path]) -> bool:

@@ -781,6 +781,7 @@ def ingest_options(settings: Settings) -> IngestOptions:
         keep_versions=settings.keep_versions,
         pdf_models_dir=settings.pdf_models_dir,
         sparse_threshold=settings.sparse_similarity_threshold,
+        convert_processes=settings.convert_processes,
     )
 
 

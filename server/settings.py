@@ -170,6 +170,13 @@ class Settings(BaseSettings):
         None,
         description="docling layout/table model artifacts; when set, PDFs use docling's standard pipeline.",
     )
+    convert_processes: int = Field(
+        1,
+        ge=0,
+        le=64,
+        description="Child processes that convert and chunk files while ingest embeds (the "
+        "embedding has the ingesting process to itself); 0 converts in the ingesting process.",
+    )
     chunk_tokens: int = Field(256, ge=32, le=8192, description="Chunk size in embedder tokens.")
     chunk_overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
     chunker: Literal["headings", "semantic"] = Field(

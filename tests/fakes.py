@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 
 
 class WhitespaceTokenizer:
@@ -13,3 +15,16 @@ class WhitespaceTokenizer:
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         return [m.span() for m in re.finditer(r"\S+", text)]
+
+
+POISON = "self-destruct"
+
+
+class CrashingTokenizer(WhitespaceTokenizer):
+    """Kills the process that counts a text holding :data:`POISON`, as a parser crashing on one
+    file would kill the process converting it. Only for conversions in child processes."""
+
+    def count(self, text: str) -> int:
+        if POISON in text:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().count(text)

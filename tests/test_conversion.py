@@ -1,0 +1,127 @@
+"""Files convert in child processes beside ingest's embedding, in order, and a file that kills
+the process converting it costs only itself."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from index_build.builder import IngestOptions, ingest
+from index_build.chunking import ChunkingOptions
+from index_build.conversion import ChunkingSetup, ConversionJob, ConversionPool, convert_in_process
+from index_build.snapshot import open_live
+from index_build.sources import discover, file_sha256
+from tests.fakes import POISON, CrashingTokenizer, WhitespaceTokenizer
+from tests.samples import write_text_pdf
+
+PARAGRAPH = "Antenna {i} is serviced every {i} months; the team checks the cryostat and the drive motors."
+
+
+def write_manuals(folder: Path, count: int, poisoned: tuple[int, ...] = ()) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        body = PARAGRAPH.format(i=i) + (f" The {POISON} switch is red." if i in poisoned else "")
+        (folder / f"manual-{i}.txt").write_text(f"Manual {i}\n\n{body}\n")
+    return folder
+
+
+def jobs_for(folder: Path) -> list[ConversionJob]:
+    return [ConversionJob(s, file_sha256(s.path)) for s in discover([folder], None).sources]
+
+
+def test_the_pool_gives_what_converting_here_gives_in_the_same_order(sample_corpus):
+    (sample_corpus / "empty.md").write_bytes(b"")
+    (sample_corpus / "corrupt.pdf").write_bytes(b"%PDF-1.7\n" + os.urandom(2048))
+    jobs = jobs_for(sample_corpus)
+    setup = ChunkingSetup(WhitespaceTokenizer(), ChunkingOptions(max_tokens=64))
+
+    here = list(convert_in_process(jobs, setup))
+    pooled = list(ConversionPool(2, setup).convert(jobs))
+
+    assert [job for job, _ in pooled] == jobs
+    for (_, expected), (job, outcome) in zip(here, pooled, strict=True):
+        if isinstance(expected, str):
+            assert outcome == expected, job.source.path.name
+        else:
+            assert outcome.record == expected.record
+            assert outcome.chunks == expected.chunks and outcome.units == expected.units
+    reasons = {job.source.path.name: o for job, o in pooled if isinstance(o, str)}
+    assert reasons.keys() == {"empty.md", "corrupt.pdf"} and reasons["empty.md"] == "empty file"
+
+
+def test_a_file_that_kills_its_process_fails_alone(tmp_path):
+    jobs = jobs_for(write_manuals(tmp_path / "manuals", 7, poisoned=(2, 5)))
+    setup = ChunkingSetup(CrashingTokenizer(), ChunkingOptions(max_tokens=64))
+
+    outcomes = list(ConversionPool(2, setup).convert(jobs))
+
+    assert [job for job, _ in outcomes] == jobs
+    failed = {job.source.path.name: o for job, o in outcomes if isinstance(o, str)}
+    assert failed == dict.fromkeys(["manual-2.txt", "manual-5.txt"], failed["manual-2.txt"])
+    assert "crashed" in failed["manual-2.txt"]
+    converted = [o for _, o in outcomes if not isinstance(o, str)]
+    assert [Path(o.record.path).name for o in converted] == [f"manual-{i}.txt" for i in (0, 1, 3, 4, 6)]
+    assert all(o.chunks and o.units for o in converted)
+
+
+@dataclass
+class EmbedderWithTokenizer:
+    """The real embedder's vectors with another tokenizer (the one chunking uses)."""
+
+    inner: object
+    tokenizer: object
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_an_ingest_reports_the_crashing_file_and_publishes_the_rest(tmp_path, embedder):
+    folder = write_manuals(tmp_path / "manuals", 3, poisoned=(1,))
+    for name in ("transporter", "cryostat"):  # two PDFs: ingest converts in a child process
+        write_text_pdf(folder / f"{name}.pdf", name.title(), [f"The {name} is serviced yearly."])
+    report = ingest(
+        tmp_path / "index",
+        [folder],
+        embedder=EmbedderWithTokenizer(embedder, CrashingTokenizer()),
+        options=IngestOptions(chunking=ChunkingOptions(max_tokens=64)),
+    )
+
+    assert report.published and (report.documents, report.converted) == (4, 4)
+    assert [Path(f.path).name for f in report.failures] == ["manual-1.txt"]
+    assert "crashed" in report.failures[0].reason
+    snapshot = open_live(tmp_path / "index")
+    sources = {Path(c.source).name for c in snapshot.collections["manuals"].chunks}
+    assert sources == {"cryostat.pdf", "manual-0.txt", "manual-2.txt", "transporter.pdf"}
+    vectors = snapshot.collections["manuals"].embeddings
+    assert np.allclose(np.linalg.norm(np.asarray(vectors), axis=1), 1.0, atol=1e-3)
+
+
+class CountingHereTokenizer(WhitespaceTokenizer):
+    """Records which processes counted with it: a copy sent to a child records there, not here."""
+
+    def __init__(self) -> None:
+        self.processes: set[int] = set()
+
+    def count(self, text: str) -> int:
+        self.processes.add(os.getpid())
+        return super().count(text)
+
+
+def test_only_two_pdfs_or_more_are_worth_a_child_process(tmp_path, embedder):
+    folder = write_manuals(tmp_path / "manuals", 3)
+    options = IngestOptions(chunking=ChunkingOptions(max_tokens=64))
+    here = CountingHereTokenizer()
+    ingest(tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, here), options=options)
+    assert here.processes == {os.getpid()}, "text files convert in the ingesting process"
+
+    for name in ("transporter", "cryostat"):
+        write_text_pdf(folder / f"{name}.pdf", name.title(), [f"The {name} is serviced yearly."])
+    (folder / "manual-0.txt").write_text("Manual 0\n\nRewritten, so it is converted again.\n")
+    elsewhere = CountingHereTokenizer()
+    report = ingest(
+        tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
+    )
+    assert report.converted == 3 and elsewhere.processes == set(), "converted in a child process"
