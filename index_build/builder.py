@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,9 +22,9 @@ import numpy as np
 
 from index_build.chunking import ChunkingOptions
 from index_build.conversion import (
-    ChunkingSetup,
     ConversionJob,
     ConversionPool,
+    ConversionSetup,
     ConvertedFile,
     Outcome,
     convert_in_process,
@@ -301,29 +302,31 @@ def _process_sources(
             jobs.append(job)
             place_of[job] = place
     converted = 0
-    for job, outcome in _conversions(jobs, embedder, options):
-        if isinstance(outcome, str):
-            failures.append(Failure(str(job.source.path), outcome))
-            log.warning("skipped %s: %s", job.source.path, outcome)
-            progress.advance("files")
-            continue
-        document = _converted_document(outcome, enricher)
-        converted_document(document)
-        converted += 1
-        done(place_of[job], document)
+    # Closed on the way out, so child processes stop even when embedding fails mid-way.
+    with closing(_conversions(jobs, embedder, options)) as conversions:
+        for job, outcome in conversions:
+            if isinstance(outcome, str):
+                failures.append(Failure(str(job.source.path), outcome))
+                log.warning("skipped %s: %s", job.source.path, outcome)
+                progress.advance("files")
+                continue
+            document = _converted_document(outcome, enricher)
+            converted_document(document)
+            converted += 1
+            done(place_of[job], document)
     documents = [placed[place] for place in sorted(placed)]
     return documents, failures, converted
 
 
 def _conversions(
     jobs: list[ConversionJob], embedder: Embedder, options: IngestOptions
-) -> Iterator[tuple[ConversionJob, Outcome]]:
+) -> Generator[tuple[ConversionJob, Outcome], None, None]:
     """The jobs' outcomes in order, from child processes when two or more PDFs are among them.
 
     PDFs are the slow kind (docling-parse and the layout rebuild, about 30 ms a page); other
     formats convert in milliseconds, less than a child process takes to start. Chunking that
     needs the embedder (semantic) converts here too."""
-    setup = ChunkingSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir)
+    setup = ConversionSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir)
     if options.chunking.method == "semantic":
         return convert_in_process(jobs, setup, embedder.embed)
     pdfs = sum(1 for job in jobs if job.source.path.suffix.lower() == ".pdf")

@@ -20,7 +20,7 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -68,7 +68,7 @@ Outcome = ConvertedFile | str
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkingSetup:
+class ConversionSetup:
     """What converting and chunking need besides the file: everything a child process is given once."""
 
     tokenizer: Tokenizer
@@ -79,7 +79,7 @@ class ChunkingSetup:
 def convert_file(
     job: ConversionJob,
     converter: DocumentConverter,
-    setup: ChunkingSetup,
+    setup: ConversionSetup,
     embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> ConvertedFile:
     """Convert, chunk and describe one file; raises :class:`DocumentError` naming the reason.
@@ -129,9 +129,9 @@ def failure_reason(exc: DocumentError | OSError) -> str:
 
 def convert_in_process(
     jobs: Sequence[ConversionJob],
-    setup: ChunkingSetup,
+    setup: ConversionSetup,
     embed: Callable[[list[str]], np.ndarray] | None = None,
-) -> Iterator[tuple[ConversionJob, Outcome]]:
+) -> Generator[tuple[ConversionJob, Outcome], None, None]:
     """Each job's outcome in order, converted here, one after the other."""
     converter = DocumentConverter(setup.pdf_models_dir)
     for job in jobs:
@@ -150,13 +150,13 @@ class ConversionPool:
     ignore Ctrl-C (the ingesting process decides), and run at :data:`CONVERT_NICENESS`.
     """
 
-    def __init__(self, processes: int, setup: ChunkingSetup) -> None:
+    def __init__(self, processes: int, setup: ConversionSetup) -> None:
         if processes < 1:
             raise ValueError("a conversion pool needs at least one process")
         self.processes = processes
         self.setup = setup
 
-    def convert(self, jobs: Sequence[ConversionJob]) -> Iterator[tuple[ConversionJob, Outcome]]:
+    def convert(self, jobs: Sequence[ConversionJob]) -> Generator[tuple[ConversionJob, Outcome], None, None]:
         """Each job's outcome in order; see the class docstring."""
         waiting = deque(jobs)
         in_flight: deque[tuple[ConversionJob, Future[ConvertedFile]]] = deque()
@@ -169,7 +169,10 @@ class ConversionPool:
                     try:
                         future = executor.submit(_convert_in_child, waiting[0])
                     except BrokenProcessPool:
-                        break  # a child died since the last result: its job, in flight, says so below
+                        if in_flight:
+                            break  # a child died since the last result: its job, in flight, says so below
+                        executor = self._restart(executor)  # it died idle: no job was lost
+                        continue
                     in_flight.append((waiting.popleft(), future))
                 job, future = in_flight.popleft()
                 try:
@@ -177,8 +180,7 @@ class ConversionPool:
                 except (DocumentError, OSError) as exc:
                     outcome = failure_reason(exc)
                 except BrokenProcessPool:
-                    executor.shutdown(wait=False, cancel_futures=True)
-                    executor = self._start()
+                    executor = self._restart(executor)
                     if suspects:  # alone in a fresh child: this file is the one
                         log.warning("the converter's process died on %s", job.source.path)
                         outcome = "the converter crashed on this file (its process died)"
@@ -193,6 +195,10 @@ class ConversionPool:
         finally:
             executor.shutdown(wait=False, cancel_futures=True)
 
+    def _restart(self, broken: ProcessPoolExecutor) -> ProcessPoolExecutor:
+        broken.shutdown(wait=False, cancel_futures=True)
+        return self._start()
+
     def _start(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             max_workers=self.processes,
@@ -203,10 +209,10 @@ class ConversionPool:
 
 
 # A child process's converter and setup, made once by its initializer.
-_child: tuple[DocumentConverter, ChunkingSetup] | None = None
+_child: tuple[DocumentConverter, ConversionSetup] | None = None
 
 
-def _start_child(setup: ChunkingSetup) -> None:
+def _start_child(setup: ConversionSetup) -> None:
     global _child
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(CONVERT_NICENESS)

@@ -11,7 +11,7 @@ import numpy as np
 
 from index_build.builder import IngestOptions, ingest
 from index_build.chunking import ChunkingOptions
-from index_build.conversion import ChunkingSetup, ConversionJob, ConversionPool, convert_in_process
+from index_build.conversion import ConversionJob, ConversionPool, ConversionSetup, convert_in_process
 from index_build.snapshot import open_live
 from index_build.sources import discover, file_sha256
 from tests.fakes import POISON, CrashingTokenizer, WhitespaceTokenizer
@@ -36,7 +36,7 @@ def test_the_pool_gives_what_converting_here_gives_in_the_same_order(sample_corp
     (sample_corpus / "empty.md").write_bytes(b"")
     (sample_corpus / "corrupt.pdf").write_bytes(b"%PDF-1.7\n" + os.urandom(2048))
     jobs = jobs_for(sample_corpus)
-    setup = ChunkingSetup(WhitespaceTokenizer(), ChunkingOptions(max_tokens=64))
+    setup = ConversionSetup(WhitespaceTokenizer(), ChunkingOptions(max_tokens=64))
 
     here = list(convert_in_process(jobs, setup))
     pooled = list(ConversionPool(2, setup).convert(jobs))
@@ -54,7 +54,7 @@ def test_the_pool_gives_what_converting_here_gives_in_the_same_order(sample_corp
 
 def test_a_file_that_kills_its_process_fails_alone(tmp_path):
     jobs = jobs_for(write_manuals(tmp_path / "manuals", 7, poisoned=(2, 5)))
-    setup = ChunkingSetup(CrashingTokenizer(), ChunkingOptions(max_tokens=64))
+    setup = ConversionSetup(CrashingTokenizer(), ChunkingOptions(max_tokens=64))
 
     outcomes = list(ConversionPool(2, setup).convert(jobs))
 
