@@ -279,7 +279,7 @@ def _process_sources(
     placed: dict[int, _Document] = {}
     failures: list[Failure] = []
     jobs: list[ConversionJob] = []
-    place_of: dict[ConversionJob, int] = {}
+    job_places: list[int] = []  # each job's place among the sources
 
     def done(place: int, document: _Document) -> None:
         placed[place] = document
@@ -298,13 +298,12 @@ def _process_sources(
         if old and old.sha256 == sha and old.collection == source.collection and previous:
             done(place, _reuse(previous, old))
         else:
-            job = ConversionJob(source, sha)
-            jobs.append(job)
-            place_of[job] = place
+            jobs.append(ConversionJob(source, sha))
+            job_places.append(place)
     converted = 0
     # Closed on the way out, so child processes stop even when embedding fails mid-way.
     with closing(_conversions(jobs, embedder, options)) as conversions:
-        for job, outcome in conversions:
+        for place, (job, outcome) in zip(job_places, conversions, strict=True):
             if isinstance(outcome, str):
                 failures.append(Failure(str(job.source.path), outcome))
                 log.warning("skipped %s: %s", job.source.path, outcome)
@@ -313,7 +312,7 @@ def _process_sources(
             document = _converted_document(outcome, enricher)
             converted_document(document)
             converted += 1
-            done(place_of[job], document)
+            done(place, document)
     documents = [placed[place] for place in sorted(placed)]
     return documents, failures, converted
 

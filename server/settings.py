@@ -174,8 +174,9 @@ class Settings(BaseSettings):
         1,
         ge=0,
         le=64,
-        description="Child processes that convert and chunk files while ingest embeds (the "
-        "embedding has the ingesting process to itself); 0 converts in the ingesting process.",
+        description="Child processes that convert and chunk files while ingest embeds, when two or "
+        "more PDFs are to be converted (other formats convert in milliseconds); 0 converts in the "
+        "ingesting process.",
     )
     chunk_tokens: int = Field(256, ge=32, le=8192, description="Chunk size in embedder tokens.")
     chunk_overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
