@@ -32,17 +32,26 @@ def default_embedder_path() -> Path:
 
 
 class HuggingFaceTokenizer:
-    """Token counts and offsets from a model folder's ``tokenizer.json`` (no torch needed)."""
+    """Token counts and offsets from a model folder's ``tokenizer.json`` (no torch needed).
+
+    It pickles as its folder (a child process loads the file again): pickled whole it is
+    about 460 KB, and a spawned process is sent its start-up arguments in one write to a
+    pipe that holds 64 KB, which blocks for good if the child dies before reading them.
+    """
 
     def __init__(self, model_dir: Path) -> None:
         from tokenizers import Tokenizer
 
+        self.model_dir = model_dir
         path = model_dir / "tokenizer.json"
         if not path.is_file():
             raise ConfigurationError(f"embedder folder {model_dir} has no tokenizer.json")
         self._tokenizer = Tokenizer.from_file(str(path))
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
+
+    def __reduce__(self) -> tuple[type[HuggingFaceTokenizer], tuple[Path]]:
+        return HuggingFaceTokenizer, (self.model_dir,)
 
     def count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)

@@ -4,6 +4,7 @@ the process converting it costs only itself."""
 from __future__ import annotations
 
 import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,3 +126,15 @@ def test_only_two_pdfs_or_more_are_worth_a_child_process(tmp_path, embedder):
         tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
     )
     assert report.converted == 3 and elsewhere.processes == set(), "converted in a child process"
+
+
+def test_what_a_child_is_sent_fits_in_a_pipe(embedder):
+    """A spawned child is sent its start-up arguments in one write to a 64 KB pipe whose read
+    end the parent holds until the write ends: if they do not fit and the child dies first
+    (an import error, an out-of-memory kill), the ingest would wait for ever."""
+    setup = ConversionSetup(embedder.tokenizer, ChunkingOptions())
+    sent = pickle.dumps(setup)
+    assert len(sent) < 64 * 1024, len(sent)
+    received = pickle.loads(sent).tokenizer
+    text = "Net revenue for the three months ended July 1, 2023 was $12,949 million."
+    assert received.offsets(text) == embedder.tokenizer.offsets(text)
