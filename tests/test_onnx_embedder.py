@@ -10,7 +10,7 @@ import pytest
 
 from index_build.builder import built_by, embedder_manifest, ingest
 from index_build.embedding import default_embedder_path
-from index_build.onnx_embedding import OnnxEmbedder
+from index_build.onnx_embedding import CALIBRATION_TEXTS, OnnxEmbedder, split_outlier_channels
 from pipeline.errors import ConfigurationError
 from server.models.factories import make_embedder
 from server.service import open_service
@@ -94,3 +94,39 @@ def test_indexes_from_before_backends_count_as_built_on_pytorch(torch_embedder, 
     recorded = {k: v for k, v in embedder_manifest(torch_embedder).items() if k != "backend"}
     assert built_by({"embedder": recorded}, torch_embedder)
     assert not built_by({"embedder": recorded}, int8_embedder)
+
+
+def test_outlier_channels_take_a_float_path_of_the_same_sum(export_dir):
+    """The float model rewritten by :func:`split_outlier_channels` computes the same states, and
+    in the int8 export every down-projection is int8 apart from its few outlier channels."""
+    import onnx
+    import onnxruntime
+
+    fp32 = onnx.load(str(OnnxEmbedder(default_embedder_path(), export_dir, quantized=False).model_path))
+    split = onnx.ModelProto()
+    split.CopyFrom(fp32)
+    encoder = OnnxEmbedder(default_embedder_path(), export_dir)._encoder
+    calibration = [
+        {name: np.array([getattr(e, field)]) for name, field in INPUTS.items()}
+        for e in (encoder.encode(text) for text in CALIBRATION_TEXTS)
+    ]
+    kept_float = split_outlier_channels(split, calibration)
+    assert 1 <= len(kept_float) <= 6, "MiniLM's first layers have outlier channels"
+
+    encoded = encoder.encode(SAMPLE[3])
+    feeds = {name: np.array([getattr(encoded, field)]) for name, field in INPUTS.items()}
+    before, after = (
+        onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, feeds
+        )[0]
+        for m in (fp32, split)
+    )
+    assert np.abs(before - after).max() < 1e-4
+
+    int8 = onnx.load(str(OnnxEmbedder(default_embedder_path(), export_dir, quantized=True).model_path))
+    float_down = [n.name for n in int8.graph.node if n.op_type == "MatMul" and "/output/dense/" in n.name]
+    assert len(float_down) == len(kept_float), "only the outlier products stay float"
+    assert all(name.endswith("/outliers") for name in float_down), float_down
+
+
+INPUTS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
