@@ -10,7 +10,7 @@ import pytest
 
 from index_build.builder import built_by, embedder_manifest, ingest
 from index_build.embedding import default_embedder_path
-from index_build.onnx_embedding import CALIBRATION_TEXTS, OnnxEmbedder, split_outlier_channels
+from index_build.onnx_embedding import CALIBRATION_TEXTS, OnnxEmbedder, _token_batches, split_outlier_channels
 from pipeline.errors import ConfigurationError
 from server.models.factories import make_embedder
 from server.service import open_service
@@ -130,3 +130,11 @@ def test_outlier_channels_take_a_float_path_of_the_same_sum(export_dir):
 
 
 INPUTS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+
+
+def test_batches_hold_a_token_budget_padding_included():
+    lengths = np.array([3, 3, 4, 5, 6, 30])
+    batches = list(_token_batches(lengths, tokens=12, most=3))
+    assert batches == [slice(0, 3), slice(3, 5), slice(5, 6)]
+    # a text longer than the budget is a batch of its own; nothing is dropped or repeated
+    assert [i for b in batches for i in range(len(lengths))[b]] == list(range(len(lengths)))
