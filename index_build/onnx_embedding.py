@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -136,16 +137,20 @@ class OnnxEmbedder(LocalEmbedder):
         order = np.argsort(lengths, kind="stable")
         for batch in _token_batches(lengths[order], self.batch_tokens, self.batch_size):
             batch = order[batch]
-            width = int(lengths[batch].max())
-            rows = [encodings[i] for i in batch]
-            feeds = {
-                "input_ids": np.array([e.ids[:width] for e in rows], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask[:width] for e in rows], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids[:width] for e in rows], dtype=np.int64),
-            }
+            feeds = model_inputs([encodings[i] for i in batch], int(lengths[batch].max()))
             hidden = session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})[0]
             vectors[batch] = _pool(hidden, feeds["attention_mask"], self.pooling)
         return vectors
+
+
+def model_inputs(encodings: Sequence[Any], width: int) -> dict[str, np.ndarray]:
+    """The transformer's inputs for tokenizer ``encodings`` padded alike, cut to ``width`` tokens
+    (their padding beyond the longest in a batch)."""
+    return {
+        "input_ids": np.array([e.ids[:width] for e in encodings], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask[:width] for e in encodings], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids[:width] for e in encodings], dtype=np.int64),
+    }
 
 
 def _token_batches(ascending: np.ndarray, tokens: int, most: int) -> Iterator[slice]:

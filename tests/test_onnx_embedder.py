@@ -10,7 +10,13 @@ import pytest
 
 from index_build.builder import built_by, embedder_manifest, ingest
 from index_build.embedding import default_embedder_path
-from index_build.onnx_embedding import CALIBRATION_TEXTS, OnnxEmbedder, _token_batches, split_outlier_channels
+from index_build.onnx_embedding import (
+    CALIBRATION_TEXTS,
+    OnnxEmbedder,
+    _token_batches,
+    model_inputs,
+    split_outlier_channels,
+)
 from pipeline.errors import ConfigurationError
 from server.models.factories import make_embedder
 from server.service import open_service
@@ -106,15 +112,11 @@ def test_outlier_channels_take_a_float_path_of_the_same_sum(export_dir):
     split = onnx.ModelProto()
     split.CopyFrom(fp32)
     encoder = OnnxEmbedder(default_embedder_path(), export_dir)._encoder
-    calibration = [
-        {name: np.array([getattr(e, field)]) for name, field in INPUTS.items()}
-        for e in (encoder.encode(text) for text in CALIBRATION_TEXTS)
-    ]
+    calibration = [model_inputs([e], len(e.ids)) for e in map(encoder.encode, CALIBRATION_TEXTS)]
     kept_float = split_outlier_channels(split, calibration)
     assert 1 <= len(kept_float) <= 6, "MiniLM's first layers have outlier channels"
 
-    encoded = encoder.encode(SAMPLE[3])
-    feeds = {name: np.array([getattr(encoded, field)]) for name, field in INPUTS.items()}
+    feeds = model_inputs([encoder.encode(SAMPLE[3])], 256)
     before, after = (
         onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
             None, feeds
@@ -127,9 +129,6 @@ def test_outlier_channels_take_a_float_path_of_the_same_sum(export_dir):
     float_down = [n.name for n in int8.graph.node if n.op_type == "MatMul" and "/output/dense/" in n.name]
     assert len(float_down) == len(kept_float), "only the outlier products stay float"
     assert all(name.endswith("/outliers") for name in float_down), float_down
-
-
-INPUTS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 
 
 def test_batches_hold_a_token_budget_padding_included():
