@@ -44,6 +44,8 @@ def bench_ingest_and_search(data: Path) -> dict[str, Any]:
             "embed_seconds": report.embedding_seconds,
             "embedded_texts": embedded,
             "embedded_texts_per_s": round(embedded / report.embedding_seconds, 1),
+            # Units whose vectors were pooled from their chunk's pass rather than embedded alone.
+            "pooled_units": report.pooled_units,
             "write_seconds": report.writing_seconds,
         }
         search = asyncio.run(_search_latency(settings, questions))

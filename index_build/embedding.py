@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.errors import ConfigurationError
+from pipeline.protocols import PassageVectors
+from pipeline.types import Span
 
 QUERIES_REMEMBERED = 1024  # query vectors kept: 1.5 MB at 384 dimensions
 
@@ -86,6 +88,36 @@ class LocalEmbedder(ABC):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length float32 vectors of ``texts``, one row each."""
 
+    @abstractmethod
+    def _token_states(self, texts: Sequence[str]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """For each of ``texts`` (in any order): its index, the model's last hidden states of
+        its tokens (special tokens included, padding not) and their character offsets."""
+
+    @cached_property
+    def pooling(self) -> str:
+        return pooling_mode(self.model_dir)
+
+    def _pool_passage(self, states: np.ndarray) -> np.ndarray:
+        """A passage's unit-length vector from its token states (padding excluded)."""
+        return _unit(states[0] if self.pooling == "cls" else states.mean(axis=0))
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[Span, ...]]]
+    ) -> PassageVectors:
+        """Passage vectors and their spans' vectors from one pass (see the Embedder protocol).
+
+        A group's tokens are those lying wholly inside its ranges; a group is pooled only if
+        the model's window holds its last range and mean pooling is how the model was trained
+        to be read."""
+        passages = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        vectors = [np.zeros((len(groups), self.dimensions), dtype=np.float32) for groups in spans]
+        pooled = [np.zeros(len(groups), dtype=bool) for groups in spans]
+        for i, states, offsets in self._token_states(texts):
+            passages[i] = self._pool_passage(states)
+            if self.pooling == "mean":
+                _pool_groups(states, offsets, spans[i], vectors[i], pooled[i])
+        return PassageVectors(passages, vectors, pooled)
+
     def embed_query(self, text: str) -> np.ndarray:
         """The query's vector, read-only. One question embeds the same query several times (the
         search, the in-document search, the context order): the last queries are remembered."""
@@ -127,6 +159,67 @@ class SentenceTransformerEmbedder(LocalEmbedder):
             list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True
         )
         return vectors.astype(np.float32, copy=False)
+
+    def _token_states(self, texts: Sequence[str]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        model = self._model
+        states = model.encode(
+            list(texts), batch_size=self.batch_size, output_value="token_embeddings", convert_to_numpy=False
+        )
+        encoded = model.tokenizer(
+            list(texts), truncation=True, max_length=model.max_seq_length, return_offsets_mapping=True
+        )
+        for i, (tokens, offsets) in enumerate(zip(states, encoded["offset_mapping"], strict=True)):
+            yield i, tokens.float().numpy(), np.array(offsets, dtype=np.int64).reshape(-1, 2)
+
+
+def _pool_groups(
+    states: np.ndarray,
+    offsets: np.ndarray,
+    groups: Sequence[tuple[Span, ...]],
+    out: np.ndarray,
+    pooled: np.ndarray,
+) -> None:
+    """Fill ``out[j]`` with the mean state of the tokens inside ``groups[j]``'s ranges, and
+    ``pooled[j]``, for every group the window holds whole."""
+    real = offsets[:, 1] > offsets[:, 0]  # special tokens have empty offsets
+    starts, ends = offsets[real, 0], offsets[real, 1]
+    if not len(ends):
+        return
+    sums = np.vstack(
+        [np.zeros((1, states.shape[1]), np.float64), np.cumsum(states[real], axis=0, dtype=np.float64)]
+    )
+    for j, ranges in enumerate(groups):
+        if not ranges or max(end for _, end in ranges) > ends[-1]:
+            continue
+        first = np.searchsorted(starts, [start for start, _ in ranges], side="left")
+        stop = np.searchsorted(ends, [end for _, end in ranges], side="right")
+        count = int(np.maximum(stop - first, 0).sum())
+        if count:
+            total = sum(sums[b] - sums[a] for a, b in zip(first, stop, strict=True) if b > a)
+            out[j] = _unit(total / count)
+            pooled[j] = True
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
+
+
+def pooling_mode(model_dir: Path) -> str:
+    """``mean`` or ``cls``, from the folder's Pooling module (mean when the folder has none)."""
+    modules_file = model_dir / "modules.json"
+    modules = json.loads(modules_file.read_text()) if modules_file.is_file() else []
+    pooling = [m for m in modules if m.get("type", "").endswith("Pooling")]
+    if not pooling:
+        return "mean"
+    config = json.loads((model_dir / pooling[0]["path"] / "config.json").read_text())
+    if config.get("pooling_mode_mean_tokens"):
+        return "mean"
+    if config.get("pooling_mode_cls_token"):
+        return "cls"
+    raise ConfigurationError(
+        f"{model_dir} pools with {config}, which docfinder's embedders do not implement: "
+        "only mean and CLS pooling are"
+    )
 
 
 def _max_seq_length(model_dir: Path) -> int:

@@ -35,8 +35,9 @@ _CAPTION = re.compile(
 )
 _WORD = re.compile(r"[A-Za-z]{2,}")
 MIN_SENTENCE_WORDS = 3
-# Bump when the units this module makes change: an index built by another version is rebuilt.
-EVIDENCE_VERSION = 1
+# Bump when the units this module makes, or how their vectors are made, change: an index
+# built by another version is rebuilt (2: unit vectors pooled from their chunk, see unit_spans).
+EVIDENCE_VERSION = 2
 _MAX_CAPTION_WORDS = 30
 
 

@@ -71,7 +71,6 @@ class OnnxEmbedder(LocalEmbedder):
         self.quantized = quantized
         self.backend = "onnx-int8" if quantized else "onnx"
         self.threads = threads or os.cpu_count() or 1
-        self.pooling = _pooling_mode(model_dir)
 
     @cached_property
     def dimensions(self) -> int:  # type: ignore[override]
@@ -129,8 +128,13 @@ class OnnxEmbedder(LocalEmbedder):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for i, states, _ in self._token_states(texts):
+            vectors[i] = self._pool_passage(states)
+        return vectors
+
+    def _token_states(self, texts: Sequence[str]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         if not texts:
-            return vectors
+            return
         session = self._session
         encodings = self._encoder.encode_batch(list(texts))
         lengths = np.array([sum(e.attention_mask) for e in encodings])
@@ -139,8 +143,12 @@ class OnnxEmbedder(LocalEmbedder):
             batch = order[batch]
             feeds = model_inputs([encodings[i] for i in batch], int(lengths[batch].max()))
             hidden = session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})[0]
-            vectors[batch] = _pool(hidden, feeds["attention_mask"], self.pooling)
-        return vectors
+            for row, i in enumerate(batch):
+                yield (
+                    int(i),
+                    hidden[row, : lengths[i]],
+                    np.array(encodings[i].offsets[: lengths[i]], dtype=np.int64),
+                )
 
 
 def model_inputs(encodings: Sequence[Any], width: int) -> dict[str, np.ndarray]:
@@ -352,35 +360,6 @@ def _channel_peaks(model, tensors: list[str], calibration: list[dict[str, np.nda
         np.max([np.abs(run[i]).reshape(-1, run[i].shape[-1]).max(axis=0) for run in runs], axis=0)
         for i in range(len(tensors))
     ]
-
-
-def _pooling_mode(model_dir: Path) -> str:
-    """``mean`` or ``cls``, from the folder's Pooling module (mean when the folder has none)."""
-    modules_file = model_dir / "modules.json"
-    modules = json.loads(modules_file.read_text()) if modules_file.is_file() else []
-    pooling = [m for m in modules if m.get("type", "").endswith("Pooling")]
-    if not pooling:
-        return "mean"
-    config = json.loads((model_dir / pooling[0]["path"] / "config.json").read_text())
-    if config.get("pooling_mode_mean_tokens"):
-        return "mean"
-    if config.get("pooling_mode_cls_token"):
-        return "cls"
-    raise ConfigurationError(
-        f"{model_dir} pools with {config}, which the ONNX embedder does not implement: "
-        "set DOCFINDER_EMBEDDER_BACKEND=torch"
-    )
-
-
-def _pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
-    """Pooled, L2-normalised sentence vectors from token states."""
-    if mode == "cls":
-        pooled = hidden[:, 0]
-    else:
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-    norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-    return (pooled / norms).astype(np.float32)
 
 
 def _weights_fingerprint(model_dir: Path) -> str:

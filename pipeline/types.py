@@ -64,15 +64,75 @@ def model_text(chunk: Chunk) -> str:
     Apple income statement they lowered the query similarity from 0.59 to 0.53. Cells are
     separated by two spaces instead.
     """
+    return passage_text(chunk.title, chunk.heading_path, _model_body(chunk.text), chunk.context)
+
+
+def _model_body(text: str) -> str:
     lines = []
-    for line in chunk.text.split("\n"):
+    for line in text.split("\n"):
         stripped = line.strip()
         if stripped.startswith("|"):
             if set(stripped) <= set("|-: "):
                 continue
-            stripped = "  ".join(cell.strip() for cell in stripped.strip("|").split("|"))
+            stripped = _model_row_line(stripped)
         lines.append(stripped)
-    return passage_text(chunk.title, chunk.heading_path, "\n".join(lines), chunk.context)
+    return "\n".join(lines)
+
+
+def _model_row_line(line: str) -> str:
+    """A Markdown table line as :func:`model_text` writes it: cells two spaces apart."""
+    return "  ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
+
+
+Span = tuple[int, int]  # a character range, end excluded
+
+
+def unit_spans(chunk: Chunk, units: Sequence[EvidenceUnit]) -> list[tuple[Span, ...]]:
+    """Where each of ``chunk``'s ``units`` (in reading order) stands in ``model_text(chunk)``.
+
+    A sentence is one range. A row is the ranges of its word cells (label, text cells), not
+    of its figures, for the reason :func:`unit_search_text` gives; a row of figures only is
+    its whole lines. A unit that cannot be found (its text was reflowed) has no ranges.
+    The embedder pools a unit's vector from these ranges of its chunk's token states.
+    """
+    text = model_text(chunk)
+    cursor = len(text) - len(_model_body(chunk.text))
+    found: list[tuple[Span, ...]] = []
+    for unit in units:
+        lines = (
+            [unit.text] if unit.kind == "sentence" else [_model_row_line(s) for s in unit.text.split("\n")]
+        )
+        starts = []
+        for line in lines:
+            at = text.find(line, cursor)
+            if at < 0:
+                break
+            starts.append(at)
+            cursor = at + len(line)
+        if len(starts) < len(lines):
+            found.append(())
+        elif unit.kind == "sentence":
+            found.append(((starts[0], starts[0] + len(lines[0])),))
+        else:
+            words = [
+                span
+                for at, raw in zip(starts, unit.text.split("\n"), strict=True)
+                for span in _word_cells(raw, at)
+            ]
+            found.append(
+                tuple(words) or tuple((at, at + len(line)) for at, line in zip(starts, lines, strict=True))
+            )
+    return found
+
+
+def _word_cells(raw_line: str, at: int) -> list[Span]:
+    """The ranges of a table line's non-figure cells, the line written by _model_row_line at ``at``."""
+    spans = []
+    for cell in (c.strip() for c in raw_line.strip().strip("|").split("|")):
+        if cell and not _FIGURE_CELL.match(cell):
+            spans.append((at, at + len(cell)))
+        at += len(cell) + 2
+    return spans
 
 
 @dataclass(frozen=True, slots=True)

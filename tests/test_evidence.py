@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ from pipeline.evidence import (
 )
 from pipeline.quotes import choose_quotes
 from pipeline.text import analyze
-from pipeline.types import Chunk, EvidenceUnit, SearchHit
+from pipeline.types import Chunk, EvidenceUnit, SearchHit, model_text, unit_spans
 from programs.agent import quotes_for
 from tests.fakes import WhitespaceTokenizer
 
@@ -113,6 +114,40 @@ def test_units_are_verbatim_substrings_of_their_chunks_with_their_own_page():
         "The quarter was strong overall.",
     ]
     assert all(s.page == 2 for s in sentences), "'Services grew.' has too few words to be evidence"
+
+
+def test_unit_spans_find_a_sentence_and_a_rows_words_but_not_its_figures_in_the_model_text():
+    chunks, units = _units(_report("2023 Q3 report", "81,797"), "q3")
+    for chunk in chunks:
+        mine = [u for u in units if u.chunk_id == chunk.chunk_id]
+        text = model_text(chunk)
+        for unit, spans in zip(mine, unit_spans(chunk, mine), strict=True):
+            words = [text[start:end] for start, end in spans]
+            if unit.kind == "sentence":
+                assert words == [unit.text]
+            else:
+                assert words and " ".join(words) == _plain_row_words(unit.text)
+                assert not any(ch.isdigit() for w in words for ch in w), words
+
+
+def test_a_unit_whose_words_are_not_in_its_chunk_has_no_spans():
+    chunks, units = _units(_report("2023 Q3 report", "81,797"), "q3")
+    sentence = next(u for u in units if u.kind == "sentence")
+    chunk = next(c for c in chunks if c.chunk_id == sentence.chunk_id)
+    reflowed = replace(sentence, text=sentence.text.replace(" ", "\n", 1))
+    assert unit_spans(chunk, [reflowed, sentence]) == [(), (_found(chunk, sentence.text),)]
+
+
+def _found(chunk: Chunk, text: str) -> tuple[int, int]:
+    at = model_text(chunk).index(text)
+    return at, at + len(text)
+
+
+def _plain_row_words(row: str) -> str:
+    cells = [c.strip() for c in row.strip().strip("|").split("|")]
+    return " ".join(
+        c for c in cells if c and not re.fullmatch(r"[\s$(]*[-+]?\$?\s*\d[\d,.]*\s*[%)]*\s*\$?", c)
+    )
 
 
 class FakeEvidenceIndex:

@@ -14,7 +14,9 @@ from index_build.builder import IngestOptions, ingest
 from index_build.layout import live_version_id
 from index_build.snapshot import open_live
 from pipeline.errors import UnknownCollectionError
+from pipeline.protocols import PassageVectors
 from pipeline.retrieval import SearchRequest, retrieve
+from pipeline.types import unit_search_text
 from server.doors.cli import EXIT_PARTIAL, main
 from server.service import open_service
 from server.settings import load_settings
@@ -248,7 +250,8 @@ def test_a_query_is_embedded_once_and_its_vector_cannot_be_changed_by_a_caller(e
 
 
 class RecordingEmbedder:
-    """The real embedder, with every ``embed`` call's texts recorded; ``fail_after`` calls, it raises."""
+    """The real embedder, with the texts of every ``embed`` and ``embed_spans`` call recorded;
+    ``fail_after`` calls, it raises."""
 
     def __init__(self, embedder, fail_after: int | None = None) -> None:
         self.inner = embedder
@@ -266,6 +269,12 @@ class RecordingEmbedder:
             raise RuntimeError("the embedding model crashed")
         self.calls.append(list(texts))
         return self.inner.embed(texts)
+
+    def embed_spans(self, texts, spans):
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise RuntimeError("the embedding model crashed")
+        self.calls.append(list(texts))
+        return self.inner.embed_spans(texts, spans)
 
     def embed_query(self, text):
         return self.inner.embed_query(text)
@@ -309,3 +318,35 @@ def test_a_failing_embedder_stops_the_ingest_and_the_previous_version_stays_live
         failing = RecordingEmbedder(embedder, fail_after=1)
         ingest(index, [_manuals(tmp_path / "manuals", 80)], embedder=failing)  # type: ignore[arg-type]
     assert live_version_id(index) == first.version
+
+
+class WindowlessEmbedder(RecordingEmbedder):
+    """The real embedder as if its window cut every passage before its units: none is pooled."""
+
+    def embed_spans(self, texts, spans):
+        result = super().embed_spans(texts, spans)
+        return PassageVectors(
+            result.passages,
+            [np.zeros_like(v) for v in result.spans],
+            [np.zeros_like(p) for p in result.pooled],
+        )
+
+
+def test_units_are_pooled_from_their_chunks_and_those_cut_off_are_embedded_alone_once(tmp_path, embedder):
+    manuals = _manuals(tmp_path / "manuals", 3)
+    pooled = ingest(tmp_path / "pooled", [manuals], embedder=embedder)
+    assert pooled.units and pooled.pooled_units == pooled.units and pooled.embedded_units == 0
+
+    cut = WindowlessEmbedder(embedder)
+    report = ingest(tmp_path / "cut", [manuals], embedder=cut)  # type: ignore[arg-type]
+    collection = next(iter(open_live(tmp_path / "cut").collections.values()))
+    headings = {c.chunk_id: c.heading_path for c in collection.chunks}
+    texts = [unit_search_text(u, headings[u.chunk_id]) for u in collection.units]
+    assert report.pooled_units == 0 and report.embedded_units == len(set(texts))
+    embedded = [text for call in cut.calls for text in call]
+    assert len(embedded) == len(set(embedded)), "a text was embedded twice"
+    alone = collection.unit_embeddings[:]
+    cosines = (alone * embedder.embed(texts)).sum(axis=1)
+    assert cosines.min() >= 0.98, "each unit has its own text's vector"
+    pooled_vectors = next(iter(open_live(tmp_path / "pooled").collections.values())).unit_embeddings[:]
+    assert (pooled_vectors * alone).sum(axis=1).min() < 0.98, "pooled in context"

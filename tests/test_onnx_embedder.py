@@ -137,3 +137,26 @@ def test_batches_hold_a_token_budget_padding_included():
     assert batches == [slice(0, 3), slice(3, 5), slice(5, 6)]
     # a text longer than the budget is a batch of its own; nothing is dropped or repeated
     assert [i for b in batches for i in range(len(lengths))[b]] == list(range(len(lengths)))
+
+
+def test_a_span_is_pooled_from_its_passage_and_is_near_its_own_words(torch_embedder, int8_embedder):
+    first = "The cryostat is refilled with liquid helium every Monday morning."
+    second = "Staff parking permits are renewed at the front desk in January."
+    passage = f"Operations manual\n{first} {second}"
+    long = passage + " Filler words about nothing in particular." * 60  # past the 256-token window
+    spans = [(passage.index(first), passage.index(first) + len(first))]
+    spans.append((passage.index(second), passage.index(second) + len(second)))
+    groups = [[(spans[0],), (spans[1],), (spans[0], spans[1])], [(spans[1],), ((len(long) - 10, len(long)),)]]
+    alone = torch_embedder.embed([first, second])
+    pooled_by = {}
+    for embedder in (torch_embedder, int8_embedder):
+        result = embedder.embed_spans([passage, long], groups)
+        assert float(result.passages[0] @ embedder.embed([passage])[0]) >= 0.99
+        assert [list(p) for p in result.pooled] == [[True, True, True], [True, False]]
+        assert not result.spans[1][1].any(), "a span the window cut off has no vector"
+        own = result.spans[0][:2] @ alone.T
+        assert own[0, 0] > own[0, 1] and own[1, 1] > own[1, 0], own
+        assert np.allclose(np.linalg.norm(result.spans[0], axis=1), 1.0, atol=1e-5)
+        pooled_by[embedder.backend] = result.spans[0]
+    agreement = (pooled_by["torch"] * pooled_by["onnx-int8"]).sum(axis=1)
+    assert agreement.min() >= 0.98, agreement

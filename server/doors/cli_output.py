@@ -66,7 +66,8 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
     console.print(
         f"[green]✓[/] {state}: {report.documents} documents, {report.pages} pages, {report.chunks} chunks "
         f"({report.converted} converted, {report.reused} unchanged, {report.removed} removed; "
-        f"{report.embedded_chunks} chunks and {report.embedded_units} evidence units embedded) "
+        f"{report.embedded_chunks} chunks and {report.embedded_units} evidence units embedded, "
+        f"{report.pooled_units} units pooled from their chunks) "
         f"in {report.seconds:.1f} s"
     )
     if report.ignored:
