@@ -20,6 +20,8 @@ from pipeline.protocols import PassageVectors
 from pipeline.types import Span
 
 QUERIES_REMEMBERED = 1024  # query vectors kept: 1.5 MB at 384 dimensions
+# sentence-transformers modules after which a sentence vector is its pooled token states.
+_PLAIN_MODULES = {"Transformer", "Pooling", "Normalize"}
 
 
 def default_embedder_path() -> Path:
@@ -107,16 +109,24 @@ class LocalEmbedder(ABC):
         """Passage vectors and their spans' vectors from one pass (see the Embedder protocol).
 
         A group's tokens are those lying wholly inside its ranges; a group is pooled only if
-        the model's window holds its last range and mean pooling is how the model was trained
-        to be read."""
-        passages = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        the model's window holds its last range and the model's sentence vector is the mean
+        of its token states (normalised, nothing after), as the spans' vectors are."""
         vectors = [np.zeros((len(groups), self.dimensions), dtype=np.float32) for groups in spans]
         pooled = [np.zeros(len(groups), dtype=bool) for groups in spans]
+        if not self._mean_pooled:
+            return PassageVectors(self.embed(texts), vectors, pooled)
+        passages = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for i, states, offsets in self._token_states(texts):
             passages[i] = self._pool_passage(states)
-            if self.pooling == "mean":
-                _pool_groups(states, offsets, spans[i], vectors[i], pooled[i])
+            _pool_groups(states, offsets, spans[i], vectors[i], pooled[i])
         return PassageVectors(passages, vectors, pooled)
+
+    @cached_property
+    def _mean_pooled(self) -> bool:
+        modules_file = self.model_dir / "modules.json"
+        modules = json.loads(modules_file.read_text()) if modules_file.is_file() else []
+        plain = all(m.get("type", "").rsplit(".", 1)[-1] in _PLAIN_MODULES for m in modules)
+        return self.pooling == "mean" and plain
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query's vector, read-only. One question embeds the same query several times (the

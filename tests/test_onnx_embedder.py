@@ -4,6 +4,7 @@ never allowed to serve an index another backend built."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import numpy as np
 import pytest
@@ -160,3 +161,20 @@ def test_a_span_is_pooled_from_its_passage_and_is_near_its_own_words(torch_embed
         pooled_by[embedder.backend] = result.spans[0]
     agreement = (pooled_by["torch"] * pooled_by["onnx-int8"]).sum(axis=1)
     assert agreement.min() >= 0.98, agreement
+
+
+def test_a_model_whose_sentence_vector_is_not_its_mean_token_state_pools_no_span(tmp_path, export_dir):
+    source = default_embedder_path()
+    folder = tmp_path / source.relative_to(source.parent.parent)  # the same name: its export is reused
+    folder.mkdir(parents=True)
+    for item in source.iterdir():
+        (folder / item.name).symlink_to(item)
+    modules = json.loads((source / "modules.json").read_text())
+    (folder / "modules.json").unlink()
+    dense = {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}
+    (folder / "modules.json").write_text(json.dumps([*modules, dense]))
+    embedder = OnnxEmbedder(folder, export_dir, quantized=True)
+    text = "The cryostat is refilled with liquid helium every Monday morning."
+    result = embedder.embed_spans([text], [[((0, 12),)]])
+    assert not result.pooled[0].any() and not result.spans[0].any()
+    assert np.allclose(result.passages, embedder.embed([text]), atol=1e-6)
