@@ -463,7 +463,8 @@ class EmbeddingWorker:
             self._wanted.append((document.embeddings, row, key))
             pooled: dict[str, tuple[Span, ...]] = {}
             units = members.get(chunk.chunk_id, [])
-            for (unit_row, unit), spans in zip(units, unit_spans(chunk, [u for _, u in units]), strict=True):
+            located = unit_spans(chunk, [u for _, u in units]) if units else []
+            for (unit_row, unit), spans in zip(units, located, strict=True):
                 unit_key = _unit_key(text, unit)
                 self._wanted.append((document.unit_embeddings, unit_row, unit_key))
                 if unit_key in self._known:

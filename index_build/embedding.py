@@ -123,9 +123,7 @@ class LocalEmbedder(ABC):
 
     @cached_property
     def _mean_pooled(self) -> bool:
-        modules_file = self.model_dir / "modules.json"
-        modules = json.loads(modules_file.read_text()) if modules_file.is_file() else []
-        plain = all(m.get("type", "").rsplit(".", 1)[-1] in _PLAIN_MODULES for m in modules)
+        plain = all(m.get("type", "").rsplit(".", 1)[-1] in _PLAIN_MODULES for m in _modules(self.model_dir))
         return self.pooling == "mean" and plain
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -216,9 +214,7 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 def pooling_mode(model_dir: Path) -> str:
     """``mean`` or ``cls``, from the folder's Pooling module (mean when the folder has none)."""
-    modules_file = model_dir / "modules.json"
-    modules = json.loads(modules_file.read_text()) if modules_file.is_file() else []
-    pooling = [m for m in modules if m.get("type", "").endswith("Pooling")]
+    pooling = [m for m in _modules(model_dir) if m.get("type", "").endswith("Pooling")]
     if not pooling:
         return "mean"
     config = json.loads((model_dir / pooling[0]["path"] / "config.json").read_text())
@@ -230,6 +226,12 @@ def pooling_mode(model_dir: Path) -> str:
         f"{model_dir} pools with {config}, which docfinder's embedders do not implement: "
         "only mean and CLS pooling are"
     )
+
+
+def _modules(model_dir: Path) -> list[dict]:
+    """The folder's sentence-transformers modules (none for a bare transformers folder)."""
+    modules_file = model_dir / "modules.json"
+    return json.loads(modules_file.read_text()) if modules_file.is_file() else []
 
 
 def _max_seq_length(model_dir: Path) -> int:
