@@ -219,15 +219,20 @@ async def _swaps_under_load(url: str, settings: Settings, corpus: Path, index: P
 
 
 def _mixed_versions(answers: list[dict[str, Any]], index: Path) -> int:
-    """Answers whose quoted top passage or cited passages are not in the version they report."""
+    """Answers whose quoted top passage or cited passages are not in the version they report.
+
+    The version's text is its chunks' and the table headers its evidence units carry: the LLM
+    reads a table's rows under their header, which a chunk holding later rows does not repeat."""
     texts: dict[str, tuple[set[str], str]] = {}
     mixed = 0
     for answer in answers:
         version = answer.get("index_version", "")
         if version not in texts:
             snapshot = open_version(index / VERSIONS / version, verify=False)
-            chunks = [c for collection in snapshot.collections.values() for c in collection.chunks]
-            texts[version] = ({c.chunk_id for c in chunks}, "\n".join(c.text for c in chunks))
+            collections = snapshot.collections.values()
+            chunks = [c for collection in collections for c in collection.chunks]
+            headers = {u.table_header for collection in collections for u in collection.units}
+            texts[version] = ({c.chunk_id for c in chunks}, "\n".join([*(c.text for c in chunks), *headers]))
         ids, corpus_text = texts[version]
         quoted = answer["answer"].rsplit(" [1]", 1)[0]
         cited = {c["passage_id"] for c in answer["citations"]}
