@@ -105,10 +105,10 @@ async def _health_under_search_flood(url: str) -> dict[str, Any]:
 
         # The probe runs in its own process: on this event loop its timings would be those of
         # the flood's 400 requests waiting to be sent, not of the server.
-        spawn = multiprocessing.get_context("spawn")
+        loop, spawn = asyncio.get_running_loop(), multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-            await asyncio.get_running_loop().run_in_executor(pool, _probe_health, url, 0.0)  # started
-            probe = asyncio.get_running_loop().run_in_executor(pool, _probe_health, url, FLOOD_S)
+            await loop.run_in_executor(pool, _probe_health, url, 0.0)  # the process is up
+            probe = loop.run_in_executor(pool, _probe_health, url, FLOOD_S)
             await waves()
             latencies = await probe
     return {
