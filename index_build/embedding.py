@@ -213,7 +213,10 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 
 def pooling_mode(model_dir: Path) -> str:
-    """``mean`` or ``cls``, from the folder's Pooling module (mean when the folder has none)."""
+    """``mean``, ``cls`` or ``other``, from the folder's Pooling module (mean when it has none).
+
+    Only the ONNX embedder must implement the pooling itself (and refuses ``other``);
+    sentence-transformers pools any way, and then only late chunking is skipped."""
     pooling = [m for m in _modules(model_dir) if m.get("type", "").endswith("Pooling")]
     if not pooling:
         return "mean"
@@ -222,10 +225,7 @@ def pooling_mode(model_dir: Path) -> str:
         return "mean"
     if config.get("pooling_mode_cls_token"):
         return "cls"
-    raise ConfigurationError(
-        f"{model_dir} pools with {config}, which docfinder's embedders do not implement: "
-        "only mean and CLS pooling are"
-    )
+    return "other"
 
 
 def _modules(model_dir: Path) -> list[dict]:

@@ -71,6 +71,11 @@ class OnnxEmbedder(LocalEmbedder):
         self.quantized = quantized
         self.backend = "onnx-int8" if quantized else "onnx"
         self.threads = threads or os.cpu_count() or 1
+        if self.pooling not in ("mean", "cls"):
+            raise ConfigurationError(
+                f"{model_dir} pools its token states in a way the ONNX embedder does not implement "
+                "(only mean and CLS pooling): set DOCFINDER_EMBEDDER_BACKEND=torch"
+            )
 
     @cached_property
     def dimensions(self) -> int:  # type: ignore[override]

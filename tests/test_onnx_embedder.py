@@ -178,3 +178,24 @@ def test_a_model_whose_sentence_vector_is_not_its_mean_token_state_pools_no_span
     result = embedder.embed_spans([text], [[((0, 12),)]])
     assert not result.pooled[0].any() and not result.spans[0].any()
     assert np.allclose(result.passages, embedder.embed([text]), atol=1e-6)
+
+
+def test_a_max_pooled_model_is_refused_by_onnx_and_pools_no_span_on_pytorch(tmp_path, export_dir):
+    from index_build.embedding import SentenceTransformerEmbedder
+
+    source = default_embedder_path()
+    folder = tmp_path / "max-pooled"
+    (folder / "1_Pooling").mkdir(parents=True)
+    for item in source.iterdir():
+        if item.name != "1_Pooling":
+            (folder / item.name).symlink_to(item)
+    config = json.loads((source / "1_Pooling" / "config.json").read_text())
+    config.update(pooling_mode_mean_tokens=False, pooling_mode_max_tokens=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigurationError, match="DOCFINDER_EMBEDDER_BACKEND=torch"):
+        OnnxEmbedder(folder, export_dir, quantized=True)
+    embedder = SentenceTransformerEmbedder(folder)
+    text = "The cryostat is refilled with liquid helium every Monday morning."
+    result = embedder.embed_spans([text], [[((0, 12),)]])
+    assert not result.pooled[0].any() and not result.spans[0].any()
+    assert np.allclose(result.passages, embedder.embed([text]), atol=1e-6)
