@@ -436,7 +436,7 @@ class EmbeddingWorker:
                 for pending in self._pending:
                     pending.result()  # the worker's error, if any, is the ingest's
                 for target, row, key in self._wanted:
-                    target[row] = self._known[key] if key in self._known else self._known[self._aliases[key]]
+                    target[row] = self._known[self._aliases.get(key, key)]  # units embedded alone: aliased
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._report.embedding_seconds = round(self._busy, 3)
@@ -491,10 +491,11 @@ class EmbeddingWorker:
 
     def _queue(self, key: str, text: str) -> None:
         """Wait for texts of about ``text``'s length, then embed them together."""
-        waiting = self._waiting.setdefault(len(text) // LENGTH_CLASS_CHARS, {})
+        length_class = len(text) // LENGTH_CLASS_CHARS
+        waiting = self._waiting.setdefault(length_class, {})
         waiting[key] = text
         if len(waiting) >= EMBED_BATCH:
-            self._embed(self._waiting.pop(len(text) // LENGTH_CLASS_CHARS))
+            self._embed(self._waiting.pop(length_class))
 
     def _embed_the_rest(self) -> None:
         began = time.perf_counter()
