@@ -63,3 +63,17 @@ def figure_forms(figure: str) -> set[str]:
 def stated_figures(wanted: set[str], numbers: set[str]) -> set[str]:
     """The figures of ``wanted`` that ``numbers`` (normalised, as from :func:`figures`) state."""
     return {figure for figure in wanted if figure_forms(figure) & numbers}
+
+
+_HYPHENATED_NAME = re.compile(r"\b\d+-[A-Za-z]+\b|\b[A-Za-z]+-\d+\b")  # "10-Q", "COVID-19": names
+
+
+def unstated_figures(answer: str, evidence: str) -> set[str]:
+    """The figures of ``answer`` that ``evidence`` does not state, in any of their exact forms.
+
+    What the user reads must be traceable to the document's words: a figure the model
+    computed, rounded or made up is not, however plausible. Numbers inside names such as
+    "10-Q" are not figures here.
+    """
+    wanted = figures(_HYPHENATED_NAME.sub(" ", answer))
+    return wanted - stated_figures(wanted, all_numbers(evidence))

@@ -5,7 +5,8 @@ understand (condense, classify_query, review_query: one LLM call; skipped on a c
   → retrieve → grade_documents
   → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
      then a "no documents" answer without calling generate)
-  → generate → supported (reading the cited evidence only) → useful (both checks at once on a
+  → generate → supported (every figure stated by the evidence the answer cites, then the LLM
+     asked in the next turn of generate's conversation) → useful (both checks at once on a
      server LLM)
   → (a check fails: first the sparse-information fallback, then transform_query and retry,
      at most ``max_rewrites`` times, then an answer that says it could not be verified and
@@ -39,9 +40,11 @@ import dspy
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink, citation_link
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import LLMUnavailableError
+from pipeline.figures import unstated_figures
 from pipeline.quotes import choose_quotes
 from pipeline.streaming import AnswerToken, StreamedField
 from pipeline.text import analyze
+from programs.continuation import Conversation, continuing, current_adapter, reply_text
 from programs.signatures import Generate, Supported, Transform, Understand, Useful
 
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
@@ -70,14 +73,9 @@ class AgentLimits:
     concurrent_checks: bool = False  # both answer checks at once (a server LLM serves them in parallel)
 
 
-def number_passages(passages: Sequence[Passage], numbered_from: Sequence[Passage] | None = None) -> str:
-    """The passages as the generate step reads them: ``[n] title (period) — heading, p. x`` then the text.
-
-    With ``numbered_from``, each passage keeps its number in that list, so a subset shown to
-    the grounding check carries the numbers the answer cites.
-    """
-    numbering = {p.chunk.chunk_id: n for n, p in enumerate(numbered_from or passages, start=1)}
-    return "\n\n".join(f"[{numbering[p.chunk.chunk_id]}] {p.evidence_label()}\n{p.text}" for p in passages)
+def number_passages(passages: Sequence[Passage]) -> str:
+    """The passages as the generate step reads them: ``[n] title (period) — heading, p. x`` then the text."""
+    return "\n\n".join(f"[{n}] {p.evidence_label()}\n{p.text}" for n, p in enumerate(passages, start=1))
 
 
 def cited_numbers(answer: str, passages: int) -> set[int]:
@@ -88,7 +86,7 @@ def cited_numbers(answer: str, passages: int) -> set[int]:
 def cited_passages(passages: Sequence[Passage], answer: str) -> list[Passage]:
     """The passages the answer cites by number; all of them when it cites none that exist.
 
-    The grounding check reads only these: a shorter prompt, and the claim must stand on what it cites.
+    The grounding check is asked about these: the claim must stand on what it cites.
     """
     cited = cited_numbers(answer, len(passages))
     chosen = [p for n, p in enumerate(passages, start=1) if n in cited]
@@ -225,6 +223,7 @@ class _Run:
         self.question = ""
         self.domain: str | None = None
         self.best: list[Passage] = []
+        self.generated: Conversation | None = None  # the last generate call, which the check continues
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
         self.llm_calls: list[tuple[str, dict[str, int]]] = []  # made, not yet reported by a step
@@ -238,21 +237,35 @@ class _Run:
             await self.on_status(event)
 
     async def call(
-        self, name: str, predictor: dspy.Predict, stream: str | None = None, **inputs: Any
+        self,
+        name: str,
+        predictor: dspy.Predict,
+        stream: str | None = None,
+        raw: list[str] | None = None,
+        continues: Conversation | None = None,
+        **inputs: Any,
     ) -> dspy.Prediction:
         """One LLM call, reported by the next step; with ``stream`` (an output field) and a token
-        sink, that field streams."""
-        prediction, tokens = await self._ask(predictor, stream, inputs)
+        sink, that field streams and ``raw`` receives the reply's text as written; with
+        ``continues``, the call is the next turn of that conversation."""
+        prediction, tokens = await self._ask(predictor, stream, inputs, raw, continues)
         self.llm_calls.append((name, tokens))
         return prediction
 
     async def _ask(
-        self, predictor: dspy.Predict, stream: str | None, inputs: dict[str, Any]
+        self,
+        predictor: dspy.Predict,
+        stream: str | None,
+        inputs: dict[str, Any],
+        raw: list[str] | None = None,
+        continues: Conversation | None = None,
     ) -> tuple[dspy.Prediction, dict[str, int]]:
         """The prediction and the tokens it used, or :class:`LLMUnavailableError`."""
         sink = self.on_token
         if stream is not None and sink is not None:
-            reply = self._streaming(predictor, stream, sink, inputs)
+            reply = self._streaming(predictor, stream, sink, inputs, raw if raw is not None else [])
+        elif continues is not None:
+            reply = _continuing(predictor, continues, inputs)
         else:
             reply = predictor.acall(**inputs)
         try:
@@ -278,9 +291,10 @@ class _Run:
         return prediction, tokens
 
     async def _streaming(
-        self, predictor: dspy.Predict, field: str, sink: TokenSink, inputs: dict[str, Any]
+        self, predictor: dspy.Predict, field: str, sink: TokenSink, inputs: dict[str, Any], raw: list[str]
     ) -> dspy.Prediction:
-        """``predictor`` with the LLM's reply streamed, ``field``'s text sent to ``sink`` as it comes.
+        """``predictor`` with the LLM's reply streamed, ``field``'s text sent to ``sink`` as it comes
+        and every piece of the reply appended to ``raw``.
 
         DSPy sends the raw chunks of a streamed completion to ``send_stream``; the reply is
         still parsed whole at the end, so the prediction is the same as without streaming.
@@ -295,7 +309,9 @@ class _Run:
         async def relay() -> None:
             async with receive:
                 async for chunk in receive:
-                    if text := decoded.feed(_chunk_text(chunk)):
+                    piece = _chunk_text(chunk)
+                    raw.append(piece)
+                    if text := decoded.feed(piece):
                         await sink(AnswerToken(text, decoded.value, draft))
 
         relaying = asyncio.create_task(relay())
@@ -366,14 +382,15 @@ class _Run:
             passages = retried or passages
 
     async def _generate(self, passages: list[Passage]) -> str:
-        reply = await self.call(
-            "generate",
-            self.agent.generate,
-            stream="answer",
-            question=self.question,
-            passages=number_passages(passages),
-            glossary=self.agent.glossary,
-        )
+        inputs = {
+            "question": self.question,
+            "passages": number_passages(passages),
+            "glossary": self.agent.glossary,
+        }
+        raw: list[str] = []
+        reply = await self.call("generate", self.agent.generate, stream="answer", raw=raw, **inputs)
+        written = "".join(raw) or reply_text(self.agent.generate, reply)
+        self.generated = Conversation.of_call(self.agent.generate, inputs, written)
         answer = with_citation_markers(reply.answer, reply.sources, [p.text for p in passages])
         await self.step("generate", answer=answer, sources=reply.sources, passages=len(passages))
         return answer
@@ -452,13 +469,27 @@ class _Run:
     async def _checks(self, answer: str, passages: list[Passage]) -> bool:
         """Both checks. One after the other, ``useful`` skipped when ``supported`` failed (the retry is
         the same), on a CPU model; at once on a server LLM (``concurrent_checks``), where the wall
-        time of one call matters more than a call that may go unused."""
+        time of one call matters more than a call that may go unused.
+
+        ``supported`` first needs every figure of the answer stated by the passages it cites
+        (without an LLM call: a computed, rounded or invented figure cannot be traced to the
+        documents). Then the LLM is asked, as the next turn of the generate call's conversation:
+        the evidence is already in the server's prompt cache, and the check names the passages
+        the answer cites.
+        """
+        assert self.generated is not None, "the checks follow a generate call"
+        numbers = {p.chunk.chunk_id: n for n, p in enumerate(passages, start=1)}
         cited = cited_passages(passages, answer)
-        supported_inputs = {"passages": number_passages(cited, passages), "answer": answer}
+        unstated = unstated_figures(answer, "\n".join(f"{p.evidence_label()}\n{p.text}" for p in cited))
+        if unstated:
+            self.verdicts = {"supported": "no", "useful": None}
+            await self.step("supported", verdict="no", passages=len(cited), unstated_figures=sorted(unstated))
+            return False
+        supported_inputs = {"cited": ", ".join(f"[{numbers[p.chunk.chunk_id]}]" for p in cited)}
         useful_inputs = {"question": self.question, "answer": answer}
         if self.agent.limits.concurrent_checks:
             replies = await asyncio.gather(
-                self._ask(self.agent.supported, None, supported_inputs),
+                self._ask(self.agent.supported, None, supported_inputs, continues=self.generated),
                 self._ask(self.agent.useful, None, useful_inputs),
                 return_exceptions=True,
             )
@@ -472,7 +503,11 @@ class _Run:
             await self.step("supported", verdict=supported, passages=len(cited))
             await self.step("useful", verdict=useful)
         else:
-            supported = (await self.call("supported", self.agent.supported, **supported_inputs)).supported
+            supported = (
+                await self.call(
+                    "supported", self.agent.supported, continues=self.generated, **supported_inputs
+                )
+            ).supported
             self.verdicts = {"supported": supported, "useful": None}
             await self.step("supported", verdict=supported, passages=len(cited))
             if supported != "yes":
@@ -484,6 +519,14 @@ class _Run:
             self.best = passages
             return True
         return False
+
+
+async def _continuing(
+    predictor: dspy.Predict, earlier: Conversation, inputs: dict[str, Any]
+) -> dspy.Prediction:
+    """``predictor``'s call as the next turn of ``earlier`` (through the adapter in use)."""
+    with dspy.context(adapter=continuing(current_adapter(), earlier)):
+        return await predictor.acall(**inputs)
 
 
 def _grade(passages: Sequence[Passage], limits: AgentLimits) -> list[Passage]:

@@ -2,9 +2,11 @@
 
 They are kept short: the embedded model reads about 150 prompt tokens per second on two
 cores, so every word here costs time on every question. For the same reason one call
-understands the question (condense, classify, rephrase). The two checks stay separate
-calls: asked together, with the evidence in view, the embedded model judged supported
-answers not useful (SEC dev question 0: three supported answers, all "not useful").
+understands the question (condense, classify, rephrase), and ``Supported`` is asked as the
+next turn of the generate call's conversation (:mod:`programs.continuation`), so the evidence
+it checks against is not read twice. The two checks stay separate calls: asked together,
+with the evidence in view, the embedded model judged supported answers not useful (SEC dev
+question 0: three supported answers, all "not useful").
 """
 
 from __future__ import annotations
@@ -60,11 +62,11 @@ class Generate(dspy.Signature):
 
 
 class Supported(dspy.Signature):
-    """Is every claim in the answer supported by the numbered evidence? Citations alone are not
-    support: the cited evidence must state the claim."""
+    """Check the answer you have just written against the numbered evidence above. Is every claim
+    in it stated by the evidence it cites? Citations alone are not support: the cited evidence must
+    state the claim, each figure exactly as written."""
 
-    passages: str = dspy.InputField()
-    answer: str = dspy.InputField()
+    cited: str = dspy.InputField(desc="the numbers of the evidence the answer cites")
     supported: Literal["yes", "no"] = dspy.OutputField()
 
 

@@ -97,6 +97,8 @@ class FakeLLMServer:
         self.bad_verdicts = bad_verdicts  # a judge whose verdicts are neither yes nor no
         self.prompts: list[str] = []  # every user prompt received, in order
         self.schemas: list[dict[str, Any]] = []  # and the reply schema each one asked for
+        self.conversations: list[list[dict[str, Any]]] = []  # and every request's whole message list
+        self.replies: list[str] = []  # and the reply's text, as sent (streamed or not)
         self.token_delay_s = token_delay_s
         self.streamed = 0  # replies sent as a stream (``"stream": true``)
         self.in_flight = 0
@@ -165,6 +167,8 @@ class FakeLLMServer:
         if self.bad_verdicts and "verdict" in fields:
             fields["verdict"] = "maybe"
         content = json.dumps(fields)
+        self.conversations.append(body["messages"])
+        self.replies.append(content)
         if body.get("stream"):
             return await self._stream(request, body, content, len(prompt) // 4)
         return web.json_response(

@@ -200,7 +200,7 @@ def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
     assert [c.passage_id for c in result.citations] == ["doc-0001", "doc-0007"]
 
 
-def test_the_grounding_check_reads_only_the_cited_passages_under_their_own_numbers():
+def test_the_grounding_check_continues_the_generate_conversation_and_names_the_cited_passages():
     agent = AnswerAgent(DOMAINS)
     hits = [*HITS, SearchHit(chunk(2, "The compressor is serviced yearly."), 0.8)]
     model = lm(
@@ -214,15 +214,41 @@ def test_the_grounding_check_reads_only_the_cited_passages_under_their_own_numbe
         {"useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(hits))
-    supported_prompt = model.history[2]["messages"][-1]["content"]
-    assert "[2] Manual 2" in supported_prompt and "serviced yearly" in supported_prompt
-    assert "cryostat is warmed" not in supported_prompt and "[1]" not in supported_prompt
+    generate, check = model.history[1]["messages"], model.history[2]["messages"]
+    assert check[: len(generate)] == generate, "the check's prompt begins with the generate call's, unchanged"
+    written, turn = check[len(generate) :]
+    assert written["role"] == "assistant" and "serviced yearly [2]." in written["content"]
+    assert turn["role"] == "user" and turn["content"].startswith("Check the answer you have just written")
+    assert "[[ ## cited ## ]]\n[2]\n" in turn["content"], "asked about the passage the answer cites"
+    assert "cryostat is warmed" not in turn["content"], "the evidence is not sent again"
+    assert all(m["role"] != "system" for m in check[len(generate) :])
     assert result.trace[-2] == {
         **result.trace[-2],
         "step": "supported",
         "passages": 1,
         "llm_call": "supported",
     }
+
+
+def test_an_answer_whose_figure_its_cited_passage_does_not_state_fails_without_an_llm_check():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0))
+    model = lm(
+        {
+            "standalone_question": "How often is the cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "cryostat",
+        },
+        {"answer": "Every 18 months [1].", "sources": [1]},  # the passage says every six months
+        {"answer": "Every six months [1].", "sources": [1]},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    result, _ = run(agent, model, ScriptedRetriever(HITS, SPARSE))
+    first_check = next(e for e in result.trace if e["step"] == "supported")
+    assert first_check["verdict"] == "no" and first_check["unstated_figures"] == ["18"]
+    assert "llm_call" not in first_check, "no LLM call for a figure the evidence does not state"
+    assert result.outcome == "answered" and result.answer == "Every six months [1]."
+    assert len(model.history) == 5, "understand, generate, generate again, supported, useful"
 
 
 def test_useless_twice_gives_an_error_answer_that_lists_the_sources():

@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from pipeline.figures import figures, stated_figures
+from pipeline.figures import figures, stated_figures, unstated_figures
 from server.doors.cli import main
 
 
@@ -32,6 +32,14 @@ def test_a_figure_is_stated_by_its_exact_thousandfold_form_and_nothing_rounder()
     assert stated_figures(figures("$13.224 billion"), figures("13,224")) == {"13.224"}
     assert stated_figures({"1.45", "13.22", "132.24", "12500"}, table) == set()
     assert stated_figures({"0.311"}, figures("311")) == {"0.311"}
+
+
+def test_an_answers_figure_is_unstated_when_computed_rounded_or_absent_but_not_a_form_name():
+    evidence = "Services — Three Months Ended July 1, 2023: $21,213; Total net sales: $81,797"
+    assert unstated_figures("Services were $21,213 million of $81.797 billion [1].", evidence) == set()
+    assert unstated_figures("Services were 25.93% of net sales [1].", evidence) == {"25.93"}, "computed"
+    assert unstated_figures("Net sales were $81.8 billion [1].", evidence) == {"81.8"}, "rounded"
+    assert unstated_figures("The 10-Q for Q3 2023 reports services [1].", evidence) == set(), "a form's name"
 
 
 def write_dataset(root: Path) -> Path:
@@ -103,18 +111,21 @@ def test_the_agent_benchmark_scores_citations_figures_checks_and_latency(tmp_pat
     from server.settings import load_settings
 
     dataset = write_dataset(tmp_path / "mini")
-    per_question = [
+    script = [
         {"answer": "Net sales were 12,345 [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "yes"},
+        {"answer": "Globex reported its revenue [1].", "sources": [1]},
+        {"supported": "yes"},
+        {"useful": "yes"},
     ]
-    model = DummyLM(per_question * 2, adapter=dspy.JSONAdapter())
+    model = DummyLM(script, adapter=dspy.JSONAdapter())
     report = bench_agent(
         dataset, load_settings(), cache_dir=tmp_path / "cache", questions_file="questions.csv", lm=model
     )
     assert report["questions"] == 2 and report["checks_pass_rate"] == 1.0
-    # Question 1's answer holds its only figure; question 2's answer holds neither of its two,
-    # but the strongest evidence quoted under it does.
+    # Question 1's answer holds its only figure; question 2's answer holds neither of its two
+    # (it states none), but the strongest evidence quoted under it does.
     assert report["answer_text_figure_recall"] == 0.5
     assert report["answer_figure_recall"] == 1.0
     assert report["gold_document_cited_rate"] == 1.0  # passage [1] is each question's gold document

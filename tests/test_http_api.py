@@ -85,6 +85,13 @@ async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the
             events = await read_events(response)
         assert llm.streamed == 1, "only the generate call streams"
         assert llm.most_in_flight == 2, "on a server LLM the two checks are asked at once"
+        [generated] = [i for i, schema in enumerate(llm.schemas) if "answer" in schema["properties"]]
+        [checked] = [i for i, schema in enumerate(llm.schemas) if "supported" in schema["properties"]]
+        sent, continued = llm.conversations[generated], llm.conversations[checked]
+        assert continued[: len(sent)] == sent and continued[len(sent)] == {
+            "role": "assistant",
+            "content": llm.replies[generated],
+        }, "the check continues the generate call's conversation, the reply exactly as streamed"
     kinds = [kind for kind, _ in events]
     tokens = [data for kind, data in events if kind == "token"]
     assert len(tokens) > 5 and {t["draft"] for t in tokens} == {1}
