@@ -71,6 +71,7 @@ class AgentLimits:
     max_passages: int = 8
     llm_timeout_s: float = 120.0
     concurrent_checks: bool = False  # both answer checks at once (a server LLM serves them in parallel)
+    figure_check: bool = True  # the grounding check first needs every figure stated by the cited passages
 
 
 def number_passages(passages: Sequence[Passage]) -> str:
@@ -472,15 +473,16 @@ class _Run:
         time of one call matters more than a call that may go unused.
 
         ``supported`` first needs every figure of the answer stated by the passages it cites
-        (without an LLM call: a computed, rounded or invented figure cannot be traced to the
-        documents). Then the LLM is asked, as the next turn of the generate call's conversation:
+        (``figure_check``; without an LLM call: a computed, rounded or invented figure cannot be
+        traced to the documents). Then the LLM is asked, as the next turn of the generate call's conversation:
         the evidence is already in the server's prompt cache, and the check names the passages
         the answer cites.
         """
         assert self.generated is not None, "the checks follow a generate call"
         numbers = {p.chunk.chunk_id: n for n, p in enumerate(passages, start=1)}
         cited = cited_passages(passages, answer)
-        unstated = unstated_figures(answer, "\n".join(f"{p.evidence_label()}\n{p.text}" for p in cited))
+        evidence = "\n".join(f"{p.evidence_label()}\n{p.text}" for p in cited)
+        unstated = unstated_figures(answer, evidence) if self.agent.limits.figure_check else set()
         if unstated:
             self.verdicts = {"supported": "no", "useful": None}
             await self.step("supported", verdict="no", passages=len(cited), unstated_figures=sorted(unstated))

@@ -261,6 +261,7 @@ class DocfinderService:
                 glossary=self.glossary.as_prompt() if self.glossary else "",
                 limits=AgentLimits(
                     max_rewrites=settings.agent_max_rewrites,
+                    figure_check=settings.agent_figure_check,
                     grade_threshold=threshold if threshold is not None else float("-inf"),
                     max_passages=settings.max_passages,
                     llm_timeout_s=settings.llm_timeout_s,

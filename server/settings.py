@@ -349,6 +349,12 @@ class Settings(BaseSettings):
     agent_max_rewrites: int = Field(
         2, ge=0, le=5, description="Query rewrites after no passages or a failed check."
     )
+    agent_figure_check: bool = Field(
+        True,
+        description="An answer passes the grounding check only if every figure in it is stated by the "
+        "passages it cites (no LLM call; a computed, rounded or invented figure fails it); false: the "
+        "LLM check alone.",
+    )
     agent_grade_threshold: float | None = Field(
         None, description="Passages scoring below this are dropped before generation; unset keeps all."
     )

@@ -251,6 +251,24 @@ def test_an_answer_whose_figure_its_cited_passage_does_not_state_fails_without_a
     assert len(model.history) == 5, "understand, generate, generate again, supported, useful"
 
 
+def test_without_the_figure_check_the_llm_alone_judges_an_unstated_figure():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0, figure_check=False))
+    model = lm(
+        {
+            "standalone_question": "How often is the cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "cryostat",
+        },
+        {"answer": "Every 18 months [1].", "sources": [1]},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    result, _ = run(agent, model, ScriptedRetriever(HITS))
+    check = next(e for e in result.trace if e["step"] == "supported")
+    assert check["llm_call"] == "supported" and "unstated_figures" not in check
+    assert result.outcome == "answered" and result.answer == "Every 18 months [1]."
+
+
 def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
     model = lm(
