@@ -58,12 +58,16 @@ def reply_text(predictor: dspy.Predict, prediction: dspy.Prediction, adapter: An
 def continuing(adapter: Any, earlier: Conversation) -> Any:
     """A copy of ``adapter`` whose calls continue ``earlier``: its turns, then the signature's own.
 
-    Parsing, the reply's format constraint and any fallback are the adapter's own; only the
-    messages change. The signature's instructions (learnt ones included) open the new user
-    turn. Its demos are not shown: an example's evidence is not in this conversation, and
-    examples placed between the evidence and the question would break the shared prefix.
+    Parsing and the reply's format constraint are the adapter's own; only the messages change.
+    Its fallback to another adapter (ChatAdapter's to JSON) is turned off: that one would
+    format the call anew, without the earlier turns, and ask about evidence it cannot see.
+    The signature's instructions (learnt ones included) open the new user turn. Its demos
+    are not shown: an example's evidence is not in this conversation, and examples placed
+    between the evidence and the question would break the shared prefix.
     """
     continued = copy.copy(adapter)
+    if hasattr(continued, "use_json_adapter_fallback"):
+        continued.use_json_adapter_fallback = False
 
     def format_continued(
         signature: Any, demos: Sequence[dict[str, Any]], inputs: dict[str, Any]

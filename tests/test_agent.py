@@ -11,6 +11,7 @@ from dspy.utils import DummyLM
 from pipeline.context import Retrieved, whole_passages
 from pipeline.types import Chunk, SearchHit
 from programs.agent import LLM_UNAVAILABLE, NO_DOCUMENTS, UNVERIFIED, AgentLimits, AnswerAgent
+from programs.signatures import Supported
 
 DOMAINS = {"alma": "the ALMA telescope", "general": "anything else"}
 
@@ -267,6 +268,19 @@ def test_without_the_figure_check_the_llm_alone_judges_an_unstated_figure():
     check = next(e for e in result.trace if e["step"] == "supported")
     assert check["llm_call"] == "supported" and "unstated_figures" not in check
     assert result.outcome == "answered" and result.answer == "Every 18 months [1]."
+
+
+def test_a_continued_call_never_falls_back_to_an_adapter_that_drops_the_earlier_turns():
+    from programs.continuation import Conversation, continuing
+
+    earlier = Conversation(
+        ({"role": "user", "content": "evidence"}, {"role": "assistant", "content": "draft"})
+    )
+    chat = dspy.ChatAdapter()
+    continued = continuing(chat, earlier)
+    assert chat.use_json_adapter_fallback and not continued.use_json_adapter_fallback
+    messages = continued.format(Supported, [], {"cited": "[1]"})
+    assert messages[:2] == list(earlier.messages) and "[[ ## cited ## ]]\n[1]" in messages[2]["content"]
 
 
 def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
