@@ -196,7 +196,18 @@ class ConversionPool:
             executor.shutdown(wait=False, cancel_futures=True)
 
     def _restart(self, broken: ProcessPoolExecutor) -> ProcessPoolExecutor:
+        """A fresh pool; the broken one's surviving children are terminated.
+
+        CPython's manager thread terminates the children it knows of when a pool breaks, but
+        a child that a submit spawned at that moment outlives it, idle, and the manager
+        thread then waits for it forever: the interpreter never exits. Python 3.14 has
+        ``terminate_workers()``; before it, the pool's process table is the only handle.
+        """
+        children = list((broken._processes or {}).values())
         broken.shutdown(wait=False, cancel_futures=True)
+        for child in children:
+            if child.is_alive():
+                child.terminate()
         return self._start()
 
     def _start(self) -> ProcessPoolExecutor:
