@@ -30,16 +30,13 @@ class Conversation:
     messages: tuple[dict[str, Any], ...]
 
     @classmethod
-    def of_call(
-        cls, predictor: dspy.Predict, inputs: dict[str, Any], reply: str, adapter: Any | None = None
-    ) -> Conversation:
+    def of_call(cls, predictor: dspy.Predict, inputs: dict[str, Any], reply: str) -> Conversation:
         """The conversation of ``predictor`` called with ``inputs`` and answered by ``reply`` (raw text).
 
         The messages are formatted again by the adapter in use, which gives the same text as
         the call sent (the same signature, demos and inputs).
         """
-        adapter = adapter or current_adapter()
-        sent = adapter.format(predictor.signature, predictor.demos, inputs)
+        sent = current_adapter().format(predictor.signature, predictor.demos, inputs)
         return cls((*sent, {"role": "assistant", "content": reply}))
 
 
@@ -48,11 +45,10 @@ def current_adapter() -> Any:
     return dspy.settings.adapter or dspy.ChatAdapter()
 
 
-def reply_text(predictor: dspy.Predict, prediction: dspy.Prediction, adapter: Any | None = None) -> str:
+def reply_text(predictor: dspy.Predict, prediction: dspy.Prediction) -> str:
     """The reply as the adapter would have the LLM write it, for a call whose raw text was not kept."""
-    adapter = adapter or current_adapter()
     outputs = {name: prediction[name] for name in predictor.signature.output_fields}
-    return adapter.format_assistant_message_content(predictor.signature, outputs)
+    return current_adapter().format_assistant_message_content(predictor.signature, outputs)
 
 
 def continuing(adapter: Any, earlier: Conversation) -> Any:

@@ -53,6 +53,15 @@ def run(agent, lm, retriever, **kwargs):
     return asyncio.run(go()), events
 
 
+def understood(rephrased: str, domain: str = "alma") -> dict:
+    """The understanding call's reply for the test question: it stands alone, in ``domain``."""
+    return {
+        "standalone_question": "How often is the cryostat warmed up?",
+        "domain": domain,
+        "rephrased": rephrased,
+    }
+
+
 def lm(*answers):
     return DummyLM(list(answers), adapter=dspy.JSONAdapter())
 
@@ -137,11 +146,7 @@ def test_history_is_condensed_first():
 def test_no_passages_rewrites_then_answers_no_documents_without_generating():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=2))
     model = lm(
-        {
-            "standalone_question": "How often is the cryostat warmed up?",
-            "domain": "general",
-            "rephrased": "cryostat",
-        },
+        understood("cryostat", domain="general"),
         {"rewritten": "cryostat warm-up schedule"},
         {"rewritten": "cryostat maintenance interval"},
     )
@@ -157,13 +162,7 @@ def test_low_scores_are_graded_away():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0, grade_threshold=0.95))
     result, _ = run(
         agent,
-        lm(
-            {
-                "standalone_question": "How often is the cryostat warmed up?",
-                "domain": "alma",
-                "rephrased": "x",
-            }
-        ),
+        lm(understood("x")),
         ScriptedRetriever(HITS),
     )
     assert result.outcome == "no_documents"
@@ -173,11 +172,7 @@ def test_low_scores_are_graded_away():
 def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
     agent = AnswerAgent(DOMAINS)
     model = lm(
-        {
-            "standalone_question": "How often is the cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "cryostat",
-        },
+        understood("cryostat"),
         {"answer": "Every year [1].", "sources": [1]},
         {"supported": "no"},
         {"answer": "Every six months [1]; the cold head was replaced in 2019 [2].", "sources": [2]},
@@ -205,11 +200,7 @@ def test_the_grounding_check_continues_the_generate_conversation_and_names_the_c
     agent = AnswerAgent(DOMAINS)
     hits = [*HITS, SearchHit(chunk(2, "The compressor is serviced yearly."), 0.8)]
     model = lm(
-        {
-            "standalone_question": "How often is the cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "compressor",
-        },
+        understood("compressor"),
         {"answer": "The compressor is serviced yearly [2].", "sources": [2]},
         {"supported": "yes"},
         {"useful": "yes"},
@@ -234,11 +225,7 @@ def test_the_grounding_check_continues_the_generate_conversation_and_names_the_c
 def test_an_answer_whose_figure_its_cited_passage_does_not_state_fails_without_an_llm_check():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0))
     model = lm(
-        {
-            "standalone_question": "How often is the cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "cryostat",
-        },
+        understood("cryostat"),
         {"answer": "Every 18 months [1].", "sources": [1]},  # the passage says every six months
         {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "yes"},
@@ -255,11 +242,7 @@ def test_an_answer_whose_figure_its_cited_passage_does_not_state_fails_without_a
 def test_without_the_figure_check_the_llm_alone_judges_an_unstated_figure():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0, figure_check=False))
     model = lm(
-        {
-            "standalone_question": "How often is the cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "cryostat",
-        },
+        understood("cryostat"),
         {"answer": "Every 18 months [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "yes"},
@@ -286,11 +269,7 @@ def test_a_continued_call_never_falls_back_to_an_adapter_that_drops_the_earlier_
 def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
     model = lm(
-        {
-            "standalone_question": "How often is the cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "cryostat",
-        },
+        understood("cryostat"),
         {"answer": "The cryostat exists [1].", "sources": [1]},
         {"supported": "yes"},
         {"useful": "no"},
@@ -309,11 +288,7 @@ def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
 def test_the_same_passages_are_not_generated_from_twice():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
     model = lm(
-        {
-            "standalone_question": "How often is the cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "cryostat",
-        },
+        understood("cryostat"),
         {"answer": "Every year [1].", "sources": [1]},
         {"supported": "no"},
         {"rewritten": "cryostat warm-up interval"},
@@ -332,11 +307,7 @@ def test_sparse_passages_replace_the_lowest_ranked_when_the_context_is_full():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4))
     full = [SearchHit(chunk(n, f"Passage {n} about the cryostat."), 1.0 - n / 10) for n in range(1, 5)]
     model = lm(
-        {
-            "standalone_question": "How often is the cryostat warmed up?",
-            "domain": "alma",
-            "rephrased": "cryostat",
-        },
+        understood("cryostat"),
         {"answer": "Every year [1].", "sources": [1]},
         {"supported": "no"},
         {"answer": "The cold head was replaced in 2019 [4].", "sources": [4]},
