@@ -77,3 +77,14 @@ def unstated_figures(answer: str, evidence: str) -> set[str]:
     """
     wanted = figures(_HYPHENATED_NAME.sub(" ", answer))
     return wanted - stated_figures(wanted, all_numbers(evidence))
+
+
+def written_forms(text: str, wanted: set[str]) -> list[str]:
+    """The figures of ``wanted`` (as compared) the way ``text`` writes them ("$81.8 billion" → "$81.8"),
+    in order of first appearance, each once: what a model is told about its own answer."""
+    written: dict[str, str] = {}
+    for raw in _NUMBER.findall(text):
+        figure = normalise_figure(raw).rstrip(".")
+        if figure in wanted:
+            written.setdefault(figure, raw.rstrip(".").strip("()"))
+    return list(written.values())

@@ -40,7 +40,7 @@ import dspy
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink, citation_link
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import LLMUnavailableError
-from pipeline.figures import unstated_figures
+from pipeline.figures import unstated_figures, written_forms
 from pipeline.quotes import choose_quotes
 from pipeline.streaming import AnswerToken, StreamedField
 from pipeline.text import analyze
@@ -485,7 +485,8 @@ class _Run:
         unstated = unstated_figures(answer, evidence) if self.agent.limits.figure_check else set()
         if unstated:
             self.verdicts = {"supported": "no", "useful": None}
-            await self.step("supported", verdict="no", passages=len(cited), unstated_figures=sorted(unstated))
+            written = written_forms(answer, unstated)  # as the answer writes them, in its order
+            await self.step("supported", verdict="no", passages=len(cited), unstated_figures=written)
             return False
         supported_inputs = {"cited": ", ".join(f"[{numbers[p.chunk.chunk_id]}]" for p in cited)}
         useful_inputs = {"question": self.question, "answer": answer}

@@ -24,8 +24,12 @@ from aiohttp import web
 _FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond with |\Z)", re.S)
 
 
-def reply_fields(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
-    """The deterministic reply for a signature's output ``schema`` given the user ``prompt``."""
+INVENTED = " It cost $47,913 [1]."  # a figure no test document states
+
+
+def reply_fields(schema: dict[str, Any], prompt: str, invent_figure: bool = False) -> dict[str, Any]:
+    """The deterministic reply for a signature's output ``schema`` given the user ``prompt``; with
+    ``invent_figure``, an answer written from passages adds a figure they do not state."""
     inputs = {name: value.strip() for name, value in _FIELD.findall(prompt)}
     question = inputs.get("question") or inputs.get("message") or "the question"
     passages = inputs.get("passages", "")
@@ -38,6 +42,8 @@ def reply_fields(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
             reply[name] = question
         elif name == "answer":
             reply[name] = f"{first.group(1)[:200]} [1]" if first else "The documents do not answer it."
+            if first and invent_figure:
+                reply[name] += INVENTED
         elif name == "sources":
             reply[name] = [1] if first else []
         elif name in {"supported", "useful"}:
@@ -92,8 +98,15 @@ def judge_verdict(inputs: dict[str, str]) -> str:
 class FakeLLMServer:
     """``with FakeLLMServer() as llm:`` then point ``llm_api_base`` at ``llm.url``."""
 
-    def __init__(self, delay_s: float = 0.0, token_delay_s: float = 0.0, bad_verdicts: bool = False) -> None:
+    def __init__(
+        self,
+        delay_s: float = 0.0,
+        token_delay_s: float = 0.0,
+        bad_verdicts: bool = False,
+        invent_figure: bool = False,
+    ) -> None:
         self.delay_s = delay_s
+        self.invent_figure = invent_figure  # every answer carries a figure the documents do not state
         self.bad_verdicts = bad_verdicts  # a judge whose verdicts are neither yes nor no
         self.prompts: list[str] = []  # every user prompt received, in order
         self.schemas: list[dict[str, Any]] = []  # and the reply schema each one asked for
@@ -163,7 +176,7 @@ class FakeLLMServer:
         prompt = body["messages"][-1]["content"]
         self.prompts.append(prompt)
         self.schemas.append(schema)
-        fields = reply_fields(schema, prompt)
+        fields = reply_fields(schema, prompt, self.invent_figure)
         if self.bad_verdicts and "verdict" in fields:
             fields["verdict"] = "maybe"
         content = json.dumps(fields)

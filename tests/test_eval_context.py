@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from pipeline.figures import figures, stated_figures, unstated_figures
+from pipeline.figures import figures, stated_figures, unstated_figures, written_forms
 from server.doors.cli import main
 
 
@@ -40,6 +40,11 @@ def test_an_answers_figure_is_unstated_when_computed_rounded_or_absent_but_not_a
     assert unstated_figures("Services were 25.93% of net sales [1].", evidence) == {"25.93"}, "computed"
     assert unstated_figures("Net sales were $81.8 billion [1].", evidence) == {"81.8"}, "rounded"
     assert unstated_figures("The 10-Q for Q3 2023 reports services [1].", evidence) == set(), "a form's name"
+
+
+def test_unstated_figures_are_named_the_way_the_answer_writes_them():
+    answer = "Costs were $(1,595) million, 25.93% of sales, and $81.8 billion; again $81.8."
+    assert written_forms(answer, {"81.8", "1595", "25.93"}) == ["1,595", "25.93%", "$81.8"]
 
 
 def write_dataset(root: Path) -> Path:

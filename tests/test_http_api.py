@@ -105,6 +105,36 @@ async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the
     assert final["outcome"] == "answered" and "".join(t["text"] for t in tokens) == final["answer"]
 
 
+async def test_a_streamed_answer_with_an_untraceable_figure_is_replaced_by_the_could_not_verify_message(
+    tmp_path, embedder
+):
+    """Every draft states a figure no document writes: the text streamed is never shown as an
+    answer. The figure check fails each draft without asking the LLM, and the final event, which
+    replaces the streamed text, says it could not verify an answer and lists the best sources."""
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    with FakeLLMServer(token_delay_s=0.001, invent_figure=True) as llm:
+        settings = load_settings(
+            index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3", llm_api_base=llm.url
+        )
+        async with (
+            open_service(settings, embedder=embedder) as service,
+            TestClient(TestServer(create_app(service))) as client,
+        ):
+            response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
+            events = await read_events(response)
+    tokens = [data for kind, data in events if kind == "token"]
+    first_draft = "".join(t["text"] for t in tokens if t["draft"] == 1)
+    assert "$47,913" in first_draft, "the draft streamed while it was written"
+    statuses = [data for kind, data in events if kind == "status"]
+    checks = [s for s in statuses if s["step"] == "supported"]
+    assert checks and all(c["verdict"] == "no" and c["unstated_figures"] == ["$47,913"] for c in checks)
+    assert "supported" not in [s.get("llm_call") for s in statuses], "no LLM is asked about such a draft"
+    final = events[-1][1]
+    assert events[-1][0] == "answer" and final["outcome"] == "unverified"
+    assert final["answer"].startswith("I could not produce an answer") and "47,913" not in final["answer"]
+    assert final["citations"], "the best sources are still listed"
+
+
 async def test_bad_requests_get_clear_4xx_errors(client):
     empty = await client.post("/v1/ask", json={"question": "  "})
     assert empty.status == 400 and "empty" in (await empty.json())["error"]
