@@ -59,6 +59,21 @@ async def read_events(response) -> list[tuple[str, dict]]:
     return events
 
 
+async def stream_one_question(tmp_path, embedder, llm: FakeLLMServer) -> list[tuple[str, dict]]:
+    """The events of one question streamed from the sample handbook, answered by ``llm``."""
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    with llm:
+        settings = load_settings(
+            index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3", llm_api_base=llm.url
+        )
+        async with (
+            open_service(settings, embedder=embedder) as service,
+            TestClient(TestServer(create_app(service))) as client,
+        ):
+            response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
+            return await read_events(response)
+
+
 async def test_stream_sends_status_events_before_the_answer(client):
     response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
     events = await read_events(response)
@@ -72,26 +87,17 @@ async def test_stream_sends_status_events_before_the_answer(client):
 async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the_answer(tmp_path, embedder):
     """Against an OpenAI-compatible server that streams: the answer's text comes as ``token``
     events while it is written, then the checks, then the final answer (the same text)."""
-    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-    with FakeLLMServer(delay_s=0.2, token_delay_s=0.001) as llm:
-        settings = load_settings(
-            index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3", llm_api_base=llm.url
-        )
-        async with (
-            open_service(settings, embedder=embedder) as service,
-            TestClient(TestServer(create_app(service))) as client,
-        ):
-            response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
-            events = await read_events(response)
-        assert llm.streamed == 1, "only the generate call streams"
-        assert llm.most_in_flight == 2, "on a server LLM the two checks are asked at once"
-        [generated] = [i for i, schema in enumerate(llm.schemas) if "answer" in schema["properties"]]
-        [checked] = [i for i, schema in enumerate(llm.schemas) if "supported" in schema["properties"]]
-        sent, continued = llm.conversations[generated], llm.conversations[checked]
-        assert continued[: len(sent)] == sent and continued[len(sent)] == {
-            "role": "assistant",
-            "content": llm.replies[generated],
-        }, "the check continues the generate call's conversation, the reply exactly as streamed"
+    llm = FakeLLMServer(delay_s=0.2, token_delay_s=0.001)
+    events = await stream_one_question(tmp_path, embedder, llm)
+    assert llm.streamed == 1, "only the generate call streams"
+    assert llm.most_in_flight == 2, "on a server LLM the two checks are asked at once"
+    [generated] = [i for i, schema in enumerate(llm.schemas) if "answer" in schema["properties"]]
+    [checked] = [i for i, schema in enumerate(llm.schemas) if "supported" in schema["properties"]]
+    sent, continued = llm.conversations[generated], llm.conversations[checked]
+    assert continued[: len(sent)] == sent and continued[len(sent)] == {
+        "role": "assistant",
+        "content": llm.replies[generated],
+    }, "the check continues the generate call's conversation, the reply exactly as streamed"
     kinds = [kind for kind, _ in events]
     tokens = [data for kind, data in events if kind == "token"]
     assert len(tokens) > 5 and {t["draft"] for t in tokens} == {1}
@@ -111,17 +117,9 @@ async def test_a_streamed_answer_with_an_untraceable_figure_is_replaced_by_the_c
     """Every draft states a figure no document writes: the text streamed is never shown as an
     answer. The figure check fails each draft without asking the LLM, and the final event, which
     replaces the streamed text, says it could not verify an answer and lists the best sources."""
-    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-    with FakeLLMServer(token_delay_s=0.001, invent_figure=True) as llm:
-        settings = load_settings(
-            index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3", llm_api_base=llm.url
-        )
-        async with (
-            open_service(settings, embedder=embedder) as service,
-            TestClient(TestServer(create_app(service))) as client,
-        ):
-            response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
-            events = await read_events(response)
+    events = await stream_one_question(
+        tmp_path, embedder, FakeLLMServer(token_delay_s=0.001, invent_figure=True)
+    )
     tokens = [data for kind, data in events if kind == "token"]
     first_draft = "".join(t["text"] for t in tokens if t["draft"] == 1)
     assert "$47,913" in first_draft, "the draft streamed while it was written"
