@@ -81,7 +81,7 @@ def unstated_figures(answer: str, evidence: str) -> set[str]:
 
 def written_forms(text: str, wanted: set[str]) -> list[str]:
     """The figures of ``wanted`` (as compared) the way ``text`` writes them ("$81.8 billion" → "$81.8"),
-    in order of first appearance, each once: what a model is told about its own answer."""
+    in order of first appearance, each once: how a trace names an answer's unstated figures."""
     written: dict[str, str] = {}
     for raw in _NUMBER.findall(text):
         figure = normalise_figure(raw).rstrip(".")

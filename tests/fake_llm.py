@@ -6,7 +6,8 @@ question itself as a rephrasing, an answer that quotes the first passage and cit
 [1], and ``yes`` for both checks. As an answer judge it gives its verdict on each item
 by word overlap (:func:`judge_verdict`). Same prompt, same reply, whichever process asks. It runs
 in its own thread, so subprocesses (the CLI, an MCP stdio server) can use it too; it can be
-told to answer slowly or to refuse with 503s, and streams its reply when asked to.
+told to answer slowly, to refuse with 503s or to put a figure no document states in every
+answer, and streams its reply when asked to.
 """
 
 from __future__ import annotations
