@@ -79,12 +79,29 @@ def unstated_figures(answer: str, evidence: str) -> set[str]:
     return wanted - stated_figures(wanted, all_numbers(evidence))
 
 
+def _blanked(pattern: re.Pattern[str], text: str) -> str:
+    """``text`` with ``pattern``'s matches turned to spaces, so that offsets still hold."""
+    return pattern.sub(lambda m: " " * len(m.group()), text)
+
+
+def figure_spans(text: str, wanted: set[str]) -> dict[str, tuple[int, int]]:
+    """Where ``text`` first writes each figure of ``wanted`` (as compared): its ``(start, end)``.
+
+    Citations, dates, list markers and names such as "10-Q" are skipped, as
+    :func:`unstated_figures` skips them, so a figure is found where it stands as a figure.
+    """
+    for pattern in (_CITATION, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
+        text = _blanked(pattern, text)
+    spans: dict[str, tuple[int, int]] = {}
+    for match in _NUMBER.finditer(text):
+        figure = normalise_figure(match.group()).rstrip(".")
+        if figure in wanted:
+            spans.setdefault(figure, match.span())
+    return spans
+
+
 def written_forms(text: str, wanted: set[str]) -> list[str]:
     """The figures of ``wanted`` (as compared) the way ``text`` writes them ("$81.8 billion" → "$81.8"),
     in order of first appearance, each once: how a trace names an answer's unstated figures."""
-    written: dict[str, str] = {}
-    for raw in _NUMBER.findall(text):
-        figure = normalise_figure(raw).rstrip(".")
-        if figure in wanted:
-            written.setdefault(figure, raw.rstrip(".").strip("()"))
-    return list(written.values())
+    spans = sorted(figure_spans(text, wanted).values())
+    return [text[start:end].rstrip(".").strip("()") for start, end in spans]

@@ -5,9 +5,10 @@ understand (condense, classify_query, review_query: one LLM call; skipped on a c
   → retrieve → grade_documents
   → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
      then a "no documents" answer without calling generate)
-  → generate → supported (every figure stated by the evidence the answer cites, then the LLM
-     asked in the next turn of generate's conversation) → useful (both checks at once on a
-     server LLM)
+  → generate → cite_figures (a figure the answer takes from a passage it does not cite gets
+     that passage's citation) → supported (every figure stated by the evidence the answer
+     cites, then the LLM asked in the next turn of generate's conversation) → useful (both
+     checks at once on a server LLM)
   → (a check fails: first the sparse-information fallback, then transform_query and retry,
      at most ``max_rewrites`` times, then an answer that says it could not be verified and
      still lists the best sources).
@@ -40,6 +41,7 @@ import dspy
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink, citation_link
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import LLMUnavailableError
+from pipeline.figure_citations import cite_figure_sources
 from pipeline.figures import unstated_figures, written_forms
 from pipeline.quotes import choose_quotes
 from pipeline.streaming import AnswerToken, StreamedField
@@ -368,7 +370,7 @@ class _Run:
                 await self.step("generate_skipped", reason="these passages were already tried")
             else:
                 generated.add(attempt)
-                answer = await self._generate(passages)
+                answer = await self._cite_figure_sources(await self._generate(passages), passages)
                 if await self._checks(answer, passages):
                     return self.result(answer, "answered", passages, answer)
             if not sparse_tried:
@@ -395,6 +397,17 @@ class _Run:
         answer = with_citation_markers(reply.answer, reply.sources, [p.text for p in passages])
         await self.step("generate", answer=answer, sources=reply.sources, passages=len(passages))
         return answer
+
+    async def _cite_figure_sources(self, answer: str, passages: list[Passage]) -> str:
+        """The answer with a citation added for each figure it takes from a passage it does not
+        cite (:mod:`pipeline.figure_citations`); unchanged without the figure check."""
+        if not self.agent.limits.figure_check:
+            return answer
+        evidence = [_evidence_text(p) for p in passages]
+        cited, added = cite_figure_sources(answer, evidence, cited_numbers(answer, len(passages)))
+        if added:
+            await self.step("cite_figures", added=[{"figure": a.figure, "passage": a.passage} for a in added])
+        return cited
 
     async def _add_sparse(self, passages: list[Passage]) -> list[Passage]:
         """Passages from the sparse set (facts stated nowhere else) replace the lowest-ranked ones."""
@@ -481,7 +494,7 @@ class _Run:
         assert self.generated is not None, "the checks follow a generate call"
         numbers = {p.chunk.chunk_id: n for n, p in enumerate(passages, start=1)}
         cited = cited_passages(passages, answer)
-        evidence = "\n".join(f"{p.evidence_label()}\n{p.text}" for p in cited)
+        evidence = "\n".join(_evidence_text(p) for p in cited)
         unstated = unstated_figures(answer, evidence) if self.agent.limits.figure_check else set()
         if unstated:
             self.verdicts = {"supported": "no", "useful": None}
@@ -530,6 +543,11 @@ async def _continuing(
     """``predictor``'s call as the next turn of ``earlier`` (through the adapter in use)."""
     with dspy.context(adapter=continuing(current_adapter(), earlier)):
         return await predictor.acall(**inputs)
+
+
+def _evidence_text(passage: Passage) -> str:
+    """A passage as the figure check reads it: its label (title, period, page) and its text."""
+    return f"{passage.evidence_label()}\n{passage.text}"
 
 
 def _grade(passages: Sequence[Passage], limits: AgentLimits) -> list[Passage]:

@@ -239,6 +239,26 @@ def test_an_answer_whose_figure_its_cited_passage_does_not_state_fails_without_a
     assert len(model.history) == 5, "understand, generate, generate again, supported, useful"
 
 
+def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_passes_in_three_calls():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0))
+    hits = [*HITS, SearchHit(chunk(2, "The cold head is replaced every 18 months."), 0.8)]
+    model = lm(
+        understood("cold head"),
+        {"answer": "The cold head is replaced every 18 months [1].", "sources": [1]},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    result, events = run(agent, model, ScriptedRetriever(hits))
+    assert result.answer == "The cold head is replaced every 18 months [1][2]."
+    assert [c.n for c in result.citations] == [1, 2]
+    assert any("18 months" in q.text for q in result.evidence), "the passage that states it is quoted"
+    cited = next(e for e in result.trace if e["step"] == "cite_figures")
+    assert cited["added"] == [{"figure": "18", "passage": 2}]
+    assert events.index("cite_figures") < events.index("supported")
+    assert "[[ ## cited ## ]]\n[1], [2]\n" in model.history[2]["messages"][-1]["content"]
+    assert result.outcome == "answered" and len(model.history) == 4, "understand, generate, supported, useful"
+
+
 def test_without_the_figure_check_the_llm_alone_judges_an_unstated_figure():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0, figure_check=False))
     model = lm(
