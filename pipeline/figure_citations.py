@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pipeline.figures import all_numbers, figure_spans, stated_figures, unstated_figures
 from pipeline.text import analyze
 
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")  # a line of a list ends its item
 _MARKERS_AFTER = re.compile(r"\s*(?:\[\d+\])+")
 
 
@@ -85,9 +85,12 @@ def _sentence(text: str, at: int) -> str:
 
 def _marker_offset(text: str, at: int) -> int:
     """Where a citation for the sentence that holds offset ``at`` goes: after the citations that
-    follow its full stop (". [1][2]"), else before the full stop, after any citations there."""
+    follow its full stop (". [1][2]"), else before the full stop (or the end of its line),
+    after any citations there."""
     end = _SENTENCE_END.search(text, at)
     if end is None:
         return len(text.rstrip())
+    if end.group() == "\n":
+        return len(text[: end.start()].rstrip())
     after = _MARKERS_AFTER.match(text, end.end())
     return after.end() if after else end.start()

@@ -25,6 +25,8 @@ def test_citations_after_the_full_stop_are_extended_and_a_sentence_without_any_g
     assert cited == "Debt was $58,014 [2]. Interest was $806 million [1]."
     cited, _ = cite_figure_sources("Interest was $806 million [2], so", EVIDENCE, {2})
     assert cited == "Interest was $806 million [2], so [1]", "no full stop: at the end"
+    cited, _ = cite_figure_sources("- Interest: $806 [2]\n- Debt: $58,014 [2]", EVIDENCE, {2})
+    assert cited == "- Interest: $806 [2][1]\n- Debt: $58,014 [2]", "a list item ends at its line"
 
 
 def test_one_passage_that_states_several_figures_is_preferred_and_cited_once_per_sentence():
