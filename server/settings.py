@@ -352,8 +352,8 @@ class Settings(BaseSettings):
     agent_figure_check: bool = Field(
         True,
         description="An answer passes the grounding check only if every figure in it is stated by the "
-        "passages it cites (no LLM call; a computed, rounded or invented figure fails it); false: the "
-        "LLM check alone.",
+        "passages it cites (no LLM call; a computed, rounded or invented figure fails it; one another "
+        "passage states first gets that passage's citation); false: the LLM check alone.",
     )
     agent_grade_threshold: float | None = Field(
         None, description="Passages scoring below this are dropped before generation; unset keeps all."
