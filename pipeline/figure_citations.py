@@ -60,7 +60,7 @@ def cite_figure_sources(
             already or candidates,
             key=lambda n: (-len(stating[n] - chosen.keys()), -len(words & set(analyze(evidence[n - 1]))), n),
         )
-    written = [
+    citations = [
         AddedCitation(answer[start:end].rstrip(".").strip("()"), chosen[figure])
         for figure, (start, end) in sorted(spans.items(), key=lambda item: item[1])
         if figure in chosen
@@ -73,7 +73,7 @@ def cite_figure_sources(
     for at in sorted(added, reverse=True):
         markers = "".join(f"[{n}]" for n in added[at])
         answer = answer[:at] + ("" if answer[:at].endswith("]") else " ") + markers + answer[at:]
-    return answer, written
+    return answer, citations
 
 
 def _sentence(text: str, at: int) -> str:
