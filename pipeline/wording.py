@@ -22,6 +22,7 @@ STEP_TEXT = {
     "sparse_fallback": "Looking for rarely mentioned facts…",
     "transform_query": "Trying a different search…",
     "generate": "Writing the answer…",
+    "cite_figures": "Checking the answer against the sources…",
     "supported": "Checking the answer against the sources…",
     "useful": "Checking the answer against the sources…",
 }
@@ -48,6 +49,9 @@ def describe_step(event: dict[str, Any]) -> str:
         return f"retrieve: {len(event.get('candidates', []))} candidates"
     if step == "grade_documents":
         return f"grade_documents: kept {len(event.get('kept', []))}"
+    if step == "cite_figures":
+        added = ", ".join(f"{a['figure']} → [{a['passage']}]" for a in event.get("added", []))
+        return f"cite_figures: {added}"
     if "verdict" in event:
         return f"{step}: {event['verdict']}"
     return step

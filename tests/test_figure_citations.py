@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.figure_citations import AddedCitation, cite_figure_sources
+from pipeline.wording import describe_step, status_text
 
 EVIDENCE = [
     "Amazon 10-Q (Q3 2023) — Results, p. 20\nInterest expense — Q3 2023: $806; Q3 2022: $1,673",
@@ -52,3 +53,12 @@ def test_nothing_changes_when_the_cited_passages_state_every_figure_or_nothing_i
         [],
     ), "an answer citing nothing is checked against every passage"
     assert cite_figure_sources("The 10-Q says so [2].", EVIDENCE, {2}) == ("The 10-Q says so [2].", [])
+
+
+def test_the_step_line_names_each_added_citation():
+    event = {
+        "step": "cite_figures",
+        "added": [{"figure": "$806", "passage": 1}, {"figure": "14", "passage": 3}],
+    }
+    assert describe_step(event) == "cite_figures: $806 → [1], 14 → [3]"
+    assert status_text("cite_figures") == status_text("supported"), "part of checking, for users"
