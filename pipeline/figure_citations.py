@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.figures import all_numbers, figure_spans, stated_figures, unstated_figures
+from pipeline.figures import all_numbers, as_written, figure_spans, stated_figures, unstated_figures
 from pipeline.text import analyze
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")  # a line of a list ends its item
@@ -50,24 +50,20 @@ def cite_figure_sources(
     stating = {n: stated_figures(uncited, known) for n, known in numbers.items()}
     spans = figure_spans(answer, uncited)
     chosen: dict[str, int] = {}
-    for figure, (start, _) in sorted(spans.items(), key=lambda item: item[1]):
+    citations: list[AddedCitation] = []
+    added: dict[int, list[int]] = {}  # insertion offset → passages
+    for figure, (start, end) in sorted(spans.items(), key=lambda item: item[1]):
         candidates = [n for n, states in stating.items() if figure in states]
         if not candidates:
             continue
         already = [n for n in candidates if n in chosen.values()]
         words = set(analyze(_sentence(answer, start)))
-        chosen[figure] = min(
+        passage = chosen[figure] = min(
             already or candidates,
             key=lambda n: (-len(stating[n] - chosen.keys()), -len(words & set(analyze(evidence[n - 1]))), n),
         )
-    citations = [
-        AddedCitation(answer[start:end].rstrip(".").strip("()"), chosen[figure])
-        for figure, (start, end) in sorted(spans.items(), key=lambda item: item[1])
-        if figure in chosen
-    ]
-    added: dict[int, list[int]] = {}  # insertion offset → passages
-    for figure, passage in chosen.items():
-        at = _marker_offset(answer, spans[figure][1])
+        citations.append(AddedCitation(as_written(answer[start:end]), passage))
+        at = _marker_offset(answer, end)
         if passage not in added.setdefault(at, []):
             added[at].append(passage)
     for at in sorted(added, reverse=True):

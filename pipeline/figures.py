@@ -104,4 +104,9 @@ def written_forms(text: str, wanted: set[str]) -> list[str]:
     """The figures of ``wanted`` (as compared) the way ``text`` writes them ("$81.8 billion" → "$81.8"),
     in order of first appearance, each once: how a trace names an answer's unstated figures."""
     spans = sorted(figure_spans(text, wanted).values())
-    return [text[start:end].rstrip(".").strip("()") for start, end in spans]
+    return [as_written(text[start:end]) for start, end in spans]
+
+
+def as_written(raw: str) -> str:
+    """A figure as a text writes it, for people: its match without a full stop or parentheses."""
+    return raw.rstrip(".").strip("()")
