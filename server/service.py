@@ -262,6 +262,7 @@ class DocfinderService:
                 limits=AgentLimits(
                     max_rewrites=settings.agent_max_rewrites,
                     figure_check=settings.agent_figure_check,
+                    sparse_tokens=settings.agent_sparse_tokens,
                     grade_threshold=threshold if threshold is not None else float("-inf"),
                     max_passages=settings.max_passages,
                     llm_timeout_s=settings.llm_timeout_s,

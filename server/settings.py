@@ -355,6 +355,14 @@ class Settings(BaseSettings):
         "passages it cites (no LLM call; a computed, rounded or invented figure fails it; one another "
         "passage states first gets that passage's citation); false: the LLM check alone.",
     )
+    agent_sparse_tokens: int = Field(
+        800,
+        ge=0,
+        description="LLM tokens (estimated: a digit one, 1.8 other characters one) the sparse fallback may "
+        "add to the generate prompt by appending passages, which the LLM server reads from its prompt "
+        "cache; the default keeps the embedded model's 4,096-token window; beyond it they replace the "
+        "lowest-ranked passages.",
+    )
     agent_grade_threshold: float | None = Field(
         None, description="Passages scoring below this are dropped before generation; unset keeps all."
     )

@@ -323,22 +323,50 @@ def test_the_same_passages_are_not_generated_from_twice():
     assert "How often is the cryostat warmed up?" in tried_prompt and "cryostat\n" in tried_prompt
 
 
-def test_sparse_passages_replace_the_lowest_ranked_when_the_context_is_full():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4))
+def sparse_retry(agent, sparse_hits):
+    """A first answer the check rejects, then the sparse fallback's answer citing passage [5]."""
     full = [SearchHit(chunk(n, f"Passage {n} about the cryostat."), 1.0 - n / 10) for n in range(1, 5)]
     model = lm(
         understood("cryostat"),
         {"answer": "Every year [1].", "sources": [1]},
         {"supported": "no"},
-        {"answer": "The cold head was replaced in 2019 [4].", "sources": [4]},
+        {"answer": "The cold head was replaced in 2019 [5].", "sources": [5]},
         {"supported": "yes"},
         {"useful": "yes"},
     )
-    result, _ = run(agent, model, ScriptedRetriever(full, SPARSE))
+    result, _ = run(agent, model, ScriptedRetriever(full, sparse_hits))
+    generate_prompts = [
+        h["messages"][-1]["content"] for h in model.history if "[[ ## passages ## ]]" in h["messages"][-1]["content"]
+    ]
+    return result, [p.split("[[ ## passages ## ]]")[1].split("[[ ## glossary ## ]]")[0] for p in generate_prompts]
+
+
+def test_sparse_passages_are_appended_so_the_new_prompt_starts_with_the_last():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4))
+    result, (first, second) = sparse_retry(agent, SPARSE)
     assert result.outcome == "answered"
     assert [c.passage_id for c in result.citations] == ["doc-0007"]
-    second = [e for e in result.trace if e["step"] == "generate"][1]
-    assert second["passages"] == 4
+    assert [e for e in result.trace if e["step"] == "generate"][1]["passages"] == 5
+    assert second.startswith(first.rstrip()), "the LLM server resumes the second prompt from its cache"
+    assert "[5] Manual 7 — Setup, p. 7\nThe cold head was replaced in 2019." in second
+
+
+def test_sparse_passages_too_long_for_the_window_replace_the_lowest_ranked():
+    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4, sparse_tokens=30))
+    long_sparse = [SearchHit(chunk(7, "The cold head was replaced in 2019. " * 3), 0.6)]
+    result, (first, second) = sparse_retry(agent, long_sparse)
+    assert [e for e in result.trace if e["step"] == "generate"][1]["passages"] == 4
+    assert "[4] Manual 7" in second and "Manual 4" in first and "Manual 4" not in second
+
+
+def test_the_llm_token_estimate_counts_each_digit_and_stays_above_the_tokenizers_count():
+    from programs.agent import estimated_llm_tokens
+
+    assert estimated_llm_tokens("| Net sales | $4,821 |") == 4 + 10  # 4 digits, 18 other characters
+    assert estimated_llm_tokens("") == 0
+    # Qwen2.5's tokenizer reads the first as 11 tokens, this row as 34 and this sentence as 23.
+    assert estimated_llm_tokens("| Total net sales | $81,797 | $82,959 | (1)% | $293,787 |") >= 34
+    assert estimated_llm_tokens("Revenue was $3.8 billion, down $441 million from Q3 2022.") >= 23
 
 
 def test_declared_sources_become_inline_markers_when_the_answer_has_none():
