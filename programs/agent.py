@@ -88,9 +88,9 @@ def estimated_llm_tokens(text: str) -> int:
 
     Tokenizers like Qwen's give each digit a token of its own, so tables of figures cost far
     more tokens per character than prose: a digit counts one, any other 1.8 characters one.
-    Over the SEC filings' evidence passages this overestimates every passage (by 7 % at least,
-    by about 60 % for a typical one) where one rate for all characters would be 2.5 times too
-    high for prose to be safe for tables.
+    Over the SEC filings' evidence passages this overestimates every passage, by 7 % at least
+    and about 60 % for a typical one; one rate for every character, low enough for tables
+    (1.4 characters a token), would count prose 2.5 times over.
     """
     digits = sum(c.isdigit() for c in text)
     return digits + math.ceil((len(text) - digits) / 1.8)
