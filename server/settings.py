@@ -359,9 +359,9 @@ class Settings(BaseSettings):
         800,
         ge=0,
         description="LLM tokens (estimated: a digit one, 1.8 other characters one) the sparse fallback may "
-        "add to the generate prompt by appending passages, which the LLM server reads from its prompt "
-        "cache; the default keeps the embedded model's 4,096-token window; beyond it they replace the "
-        "lowest-ranked passages.",
+        "add to the generate prompt by appending passages (the LLM server resumes the rest from its prompt "
+        "cache); the default keeps the embedded model's 4,096-token window; passages beyond it replace the "
+        "lowest-ranked ones; 0: always replace.",
     )
     agent_grade_threshold: float | None = Field(
         None, description="Passages scoring below this are dropped before generation; unset keeps all."
