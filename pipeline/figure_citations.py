@@ -46,8 +46,11 @@ def cite_figure_sources(
         return answer, []
     cited_text = "\n".join(evidence[n - 1] for n in sorted(cited))
     uncited = unstated_figures(answer, cited_text)
+    if not uncited:
+        return answer, []
     numbers = {n: all_numbers(text) for n, text in enumerate(evidence, start=1) if n not in cited}
     stating = {n: stated_figures(uncited, known) for n, known in numbers.items()}
+    passage_words = {n: set(analyze(evidence[n - 1])) for n, states in stating.items() if states}
     spans = figure_spans(answer, uncited)
     chosen: dict[str, int] = {}
     citations: list[AddedCitation] = []
@@ -60,7 +63,7 @@ def cite_figure_sources(
         words = set(analyze(_sentence(answer, start)))
         passage = chosen[figure] = min(
             already or candidates,
-            key=lambda n: (-len(stating[n] - chosen.keys()), -len(words & set(analyze(evidence[n - 1]))), n),
+            key=lambda n: (-len(stating[n] - chosen.keys()), -len(words & passage_words[n]), n),
         )
         citations.append(AddedCitation(as_written(answer[start:end]), passage))
         at = _marker_offset(answer, end)
