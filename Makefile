@@ -20,13 +20,42 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 install: $(STAMP)
 
+# The embedded LLM's llama.cpp is compiled here, for this CPU's instruction sets with AMX left
+# out (its kernels crash in VMs that report AMX): server/models/cpu_features.py picks the flags.
+# LLAMA_CPU=avx2 builds for every x86-64-v3 CPU instead (images built on one machine, run on
+# others). Built wheels are kept per instruction-set tag, so a wheel is only ever installed on a
+# CPU of the same tag; pip's own wheel cache, which ignores the CPU, is never used for it. The
+# wheel goes in first, so the project's install finds llama-cpp-python satisfied and keeps it.
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CPU ?= native
+CPU_TAG := $(shell $(PYTHON) -m server.models.cpu_features tag --profile $(LLAMA_CPU))
+LLAMA_WHEELS := $(HOME)/.cache/docfinder/llama-cpp-python/$(LLAMA_CPP_VERSION)/$(CPU_TAG)
+LLAMA_WHEEL := $(LLAMA_WHEELS)/.complete
+NEEDS_LLAMA := $(findstring embedded,$(EXTRAS))
+
 # torch is pinned in pyproject.toml to the CPU build that pip finds on this machine's disk;
 # without the pin, torch-dependent packages would pull a CUDA build and gigabytes of nvidia wheels.
-$(STAMP): pyproject.toml
+# The stamp names the CPU tag: a venv moved to a CPU of another tag is reinstalled.
+$(STAMP)-$(CPU_TAG): pyproject.toml $(if $(NEEDS_LLAMA),$(LLAMA_WHEEL))
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(if $(NEEDS_LLAMA),$(BIN)/python -m pip install --quiet --no-deps --force-reinstall --no-index \
+	  --find-links $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION))
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
-	touch $(STAMP)
+	rm -f $(STAMP)-*
+	touch $@
+
+$(STAMP): $(STAMP)-$(CPU_TAG)
+	touch $@
+
+# About 4 minutes on 2 cores, once per CPU tag (the wheel is kept in ~/.cache/docfinder).
+$(LLAMA_WHEEL):
+	rm -rf $(LLAMA_WHEELS).partial && mkdir -p $(LLAMA_WHEELS).partial
+	CMAKE_ARGS="$$($(PYTHON) -m server.models.cpu_features cmake-args --profile $(LLAMA_CPU))" \
+	  CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PYTHON) -m pip wheel --quiet --no-deps --no-cache-dir \
+	  --no-binary llama-cpp-python --wheel-dir $(LLAMA_WHEELS).partial "llama-cpp-python==$(LLAMA_CPP_VERSION)"
+	rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).partial $(LLAMA_WHEELS)
+	touch $@
 
 # Index docs/, show the best passages, then answer on the embedded CPU LLM (about a minute).
 demo: install
