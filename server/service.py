@@ -69,7 +69,8 @@ from server.models.factories import (
     make_reranker,
     retrieval_config,
 )
-from server.models.llm import make_adapter, open_lm, probe_llm_server
+from server.models.llm import make_adapter, open_language_model, open_lm, probe_llm_server
+from server.models.supervised_server import CRASH_LOOP_CRASHES, SupervisedServer
 from server.runtime.admission import WorkPool
 from server.runtime.logs import current_request_id
 from server.runtime.metrics import Metrics
@@ -142,6 +143,7 @@ async def open_service(
     embedder: Embedder | None = None,
     reranker: Reranker | None = None,
     lm: Any = None,
+    llm_server: SupervisedServer | None = None,
     llm_history: bool = False,
 ) -> AsyncIterator[DocfinderService]:
     """The service, built from ``settings`` and entered: the one way every front door gets it.
@@ -153,7 +155,9 @@ async def open_service(
     model or checks that the configured LLM server answers. ``embedder``, ``reranker`` and
     ``lm`` replace the configured ones (tests, benchmarks that share one model).
     """
-    service = DocfinderService(settings, embedder=embedder, reranker=reranker, lm=lm, llm_history=llm_history)
+    service = DocfinderService(
+        settings, embedder=embedder, reranker=reranker, lm=lm, llm_server=llm_server, llm_history=llm_history
+    )
     async with service:
         if start_llm:
             await service.start_llm()
@@ -169,6 +173,7 @@ class DocfinderService:
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
         lm: Any = None,
+        llm_server: SupervisedServer | None = None,
         llm_history: bool = False,
     ) -> None:
         # DSPy keeps every prompt and reply, and every prediction's inputs, unless told not to:
@@ -183,6 +188,7 @@ class DocfinderService:
         self._snapshot: IndexSnapshot | None = None
         self._reload_lock = threading.Lock()
         self._lm = lm
+        self._llm_server = llm_server  # the embedded model's process, restarted when it crashes
         self._adapter: Any = None  # DSPy adapter matching the LLM server, built with the LLM
         self._lm_lock = asyncio.Lock()
         self._ask_slots = asyncio.Semaphore(settings.concurrent_asks())
@@ -243,10 +249,19 @@ class DocfinderService:
         """The LLM: the configured server, or the embedded llama.cpp server started on first use."""
         async with self._lm_lock:
             if self._lm is None:
-                self._lm = await self._resources.enter_async_context(open_lm(self.settings))
+                self._lm, self._llm_server = await self._resources.enter_async_context(
+                    open_language_model(self.settings)
+                )
             if self._adapter is None:
                 self._adapter = make_adapter(self.settings)
-            return self._lm
+        if self._llm_server is not None:
+            await self._llm_server.ready()  # after a crash: wait for the restart (or say it cannot run)
+        return self._lm
+
+    @property
+    def llm_server(self) -> SupervisedServer | None:
+        """The embedded model's server process once started (None for a configured LLM server)."""
+        return self._llm_server
 
     @property
     def agent(self) -> AnswerAgent:
@@ -383,7 +398,7 @@ class DocfinderService:
 
         import dspy
 
-        lm = await self.language_model()
+        await self.language_model()
         if self._ask_slots.locked() and status is not None:
             await status({"step": "queued", "t": round(time.perf_counter() - started, 3)})
         # Admission control: beyond this many questions at once, the rest wait here, so that the
@@ -392,17 +407,41 @@ class DocfinderService:
             # DSPy also keeps a trace of every prediction (10,000 by default) for its optimisers.
             if trace is None and self.llm_history:
                 trace = []
-            with dspy.context(
-                lm=lm, adapter=self._adapter, disable_history=not self.llm_history, trace=trace
-            ):
-                return await (agent or self.agent).acall(
-                    admitted.question,
-                    retrieve,
-                    history=admitted.history,
-                    on_status=status,
-                    sparse_available=sparse_available,
-                    on_token=on_token,
-                )
+            attempt = 1
+            while True:
+                lm = await self.language_model()  # waits while a crashed server restarts
+                server = self._llm_server
+                crashes = len(server.crashes) if server is not None else 0
+                with dspy.context(
+                    lm=lm, adapter=self._adapter, disable_history=not self.llm_history, trace=trace
+                ):
+                    answer = await (agent or self.agent).acall(
+                        admitted.question,
+                        retrieve,
+                        history=admitted.history,
+                        on_status=status,
+                        sparse_available=sparse_available,
+                        on_token=on_token,
+                    )
+                if answer.outcome != "llm_unavailable" or server is None:
+                    return answer
+                # The embedded model's server died under this question: answer it again once it is back.
+                crash = await server.next_crash(seen=crashes, timeout_s=2)
+                if crash is None:
+                    return answer  # unavailable for another reason (a timeout): nothing to wait for
+                if attempt == CRASH_LOOP_CRASHES:
+                    await server.ready()  # given up by now, most likely: that error says why
+                    return answer
+                attempt += 1
+                if status is not None:
+                    await status(
+                        {
+                            "step": "llm_restarted",
+                            "t": round(time.perf_counter() - started, 3),
+                            "error": f"the embedded model server crashed ({crash.describe()}); "
+                            "restarting it and answering again",
+                        }
+                    )
 
     def _retriever(self, snapshot: IndexSnapshot, collections: list[str] | None) -> Retriever:
         """The agent's retrieval for one question: hybrid search with the agent's context, on one
@@ -729,9 +768,14 @@ class DocfinderService:
             "index_version": loaded.version_id if loaded is not None else None,
             "live_version": live_version_id(self.settings.index_dir),
             "searches_waiting": self._searches.pending,
-            "llm": self.llm_state,
+            "llm": self._llm_health(),
             "program": self.program.name,
         }
+
+    def _llm_health(self) -> str:
+        """The LLM's state: the embedded server's once started (``restarting`` after a crash,
+        ``cannot run`` once given up), else what ``start_llm`` found."""
+        return self.llm_state if self._llm_server is None else self._llm_server.state
 
     async def index_info(self, documents: bool = False) -> dict[str, Any]:
         """The live version's manifest summary: version, models, counts (and each document's metadata)."""

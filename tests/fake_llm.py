@@ -12,9 +12,12 @@ answer, and streams its reply when asked to.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
 import re
+import signal
 import threading
 import time
 from typing import Any
@@ -105,8 +108,11 @@ class FakeLLMServer:
         token_delay_s: float = 0.0,
         bad_verdicts: bool = False,
         invent_figure: bool = False,
+        port: int = 0,
+        crash_with: int | None = None,
     ) -> None:
         self.delay_s = delay_s
+        self.crash_with = crash_with  # a signal that kills this process at its first chat request
         self.invent_figure = invent_figure  # every answer carries a figure the documents do not state
         self.bad_verdicts = bad_verdicts  # a judge whose verdicts are neither yes nor no
         self.prompts: list[str] = []  # every user prompt received, in order
@@ -122,7 +128,7 @@ class FakeLLMServer:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self.port = port
 
     @property
     def url(self) -> str:
@@ -151,7 +157,7 @@ class FakeLLMServer:
         app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
@@ -168,6 +174,8 @@ class FakeLLMServer:
 
     async def _reply(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
+        if self.crash_with is not None:  # a model server dying in native code, mid-request
+            os.kill(os.getpid(), self.crash_with)
         if self.unavailable:
             return web.json_response({"error": {"message": "model is loading"}}, status=503)
         body = await request.json()
@@ -241,3 +249,20 @@ def _schema(response_format: dict[str, Any]) -> dict[str, Any]:
     if response_format.get("type") == "json_schema":
         return response_format["json_schema"]["schema"]
     return response_format.get("schema", {})
+
+
+def main() -> None:
+    """``python tests/fake_llm.py --port N [--crash-with SIGSEGV]``: serve until killed, in its own
+    process, as the embedded model server would (what the crash tests supervise)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--crash-with", help="a signal name: die by it at the first chat request")
+    args = parser.parse_args()
+    crash_with = signal.Signals[args.crash_with].value if args.crash_with else None
+    with FakeLLMServer(port=args.port, crash_with=crash_with):
+        print(f"fake LLM serving on 127.0.0.1:{args.port}", flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
+import signal
 
 import pytest
 
@@ -58,3 +60,32 @@ def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
     assert len(first) > 3 and first[-1].answer_so_far == "".join(t.text for t in first)
     if agent.outcome == "answered" and max(t.draft for t in tokens) == 1:
         assert first[-1].answer_so_far.strip()[:20] == agent.answer.strip()[:20]
+
+
+def test_a_crashed_llama_server_is_restarted_and_the_next_question_answered(tmp_path, embedder):
+    """The real llama.cpp server killed by SIGSEGV between two questions, as a fault in native code would."""
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    settings = load_settings(
+        index_dir=tmp_path / "index",
+        conversations_path=tmp_path / "c.sqlite3",
+        model_cache_dir=tmp_path.parent / "docfinder-models",
+        agent_max_rewrites=0,
+    )
+
+    async def scenario():
+        async with open_service(settings, embedder=embedder, start_llm=True) as service:
+            server = service.llm_server
+            os.kill(server.pid, signal.SIGSEGV)
+            for _ in range(200):  # noticed at once, without a question asking for it
+                if server.crashes:
+                    break
+                await asyncio.sleep(0.05)
+            result = await service.ask("How many co-investigators may a proposal name?")
+            return result, server
+
+    result, server = asyncio.run(scenario())
+    assert [c.returncode for c in server.crashes] == [-signal.SIGSEGV]
+    assert server.starts == 2
+    steps = [event["step"] for event in result.agent.trace]
+    assert "llm_unavailable" not in steps, result.agent.trace
+    assert result.agent.answer.strip()

