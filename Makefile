@@ -57,8 +57,10 @@ $(LLAMA_WHEEL):
 	rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).partial $(LLAMA_WHEELS)
 	touch $@
 
-# Index docs/, show the best passages, then answer on the embedded CPU LLM (about a minute).
+# Check the machine first (a broken one fails here, with advice, in seconds), then index docs/,
+# show the best passages and answer on the embedded CPU LLM (about a minute).
 demo: install
+	$(DEMO_CONFIG) $(BIN)/docfinder doctor
 	$(BIN)/docfinder ingest docs --index $(DEMO_INDEX) --collection docfinder-docs
 	$(BIN)/docfinder search "$(DEMO_QUESTION)" --index $(DEMO_INDEX) --k 3
 	$(DEMO_CONFIG) $(BIN)/docfinder ask "$(DEMO_QUESTION)"

@@ -1,7 +1,7 @@
 """The ``docfinder`` command line.
 
-Exit codes: 0 success; 1 an error (message on stderr); 2 invalid usage or settings;
-3 ingest finished but some files failed (each is listed with its reason).
+Exit codes: 0 success; 1 an error (message on stderr), or a failed ``doctor`` check; 2 invalid
+usage or settings; 3 ingest finished but some files failed (each is listed with its reason).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from server.doors.cli_output import (
     RichIngestProgress,
     print_answer,
     print_answers_summary,
+    print_checks,
     print_context,
     print_context_report,
     print_eval_report,
@@ -38,6 +39,7 @@ from server.doors.cli_output import (
 )
 from server.doors.responses import answer_out, search_out, to_json
 from server.models.factories import context_config
+from server.models.supervised_server import ModelServerCannotRunError
 from server.runtime.logs import configure_logging
 from server.settings import Settings, load_settings
 
@@ -123,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve a non-loopback address without a Teams app id (unauthenticated: the Emulator only)",
     )
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="check this installation (Python, CPU, index, embedder, LLM, database) and say what to fix",
+    )
+    doctor.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
 
     index = commands.add_parser("index", help="inspect the index").add_subparsers(
         dest="index_command", required=True
@@ -252,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         level = logging.INFO if args.verbose else logging.getLevelName(settings.log_level.upper())
         configure_logging(level, settings.log_format, verbose=args.verbose)
         return _dispatch(args, settings)
+    except ModelServerCannotRunError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}\n{escape(exc.log_lines)}")
+        return EXIT_ERROR
     except ConfigurationError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
@@ -272,6 +284,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_ask(args, settings))
     if args.command == "serve":
         return _serve(args, settings)
+    if args.command == "doctor":
+        return asyncio.run(_doctor(args, settings))
     if args.command == "feedback":
         return _feedback(args, settings)
     if args.command == "eval" and args.eval_command == "feedback":
@@ -316,6 +330,20 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print_answer(console, result, trace=args.trace)
     return 0
+
+
+async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    """Every check, printed as it completes; exit 1 when any failed."""
+    from server import doctor
+
+    if args.json:
+        checks = await doctor.run_checks(settings)
+        print(json.dumps(doctor.as_json(checks), indent=2, ensure_ascii=False))
+    else:
+        with err.status("checking…"):
+            checks = await doctor.run_checks(settings)
+        print_checks(Console(soft_wrap=True), checks)  # paths and log lines unbroken, to copy
+    return 0 if doctor.as_json(checks)["ok"] else EXIT_ERROR
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -12,6 +13,7 @@ from rich.table import Table
 from index_build.builder import IngestReport
 from pipeline.answers import AskResult
 from pipeline.context import Context
+from server.doctor import Check
 
 _LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings": "Embeddings"}
 
@@ -79,6 +81,25 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         console.print(f"[red]{len(report.failures)} file(s) skipped:[/]")
         for failure in report.failures:
             console.print(f"  [red]✗[/] {escape(failure.path)}: {escape(failure.reason)}")
+
+
+_CHECK_MARKS = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]", "skipped": "[dim]-[/]"}
+
+
+def print_checks(console: Console, checks: Sequence[Check]) -> None:
+    """``docfinder doctor``: one line per check, its fix under it, and a verdict."""
+    for check in checks:
+        console.print(
+            f"{_CHECK_MARKS[check.status]} [bold]{check.name:<9}[/] {escape(check.detail)} "
+            f"[dim]({check.seconds:.1f} s)[/]"
+        )
+        if check.fix:
+            console.print(f"  [bold]fix:[/] {escape(check.fix)}")
+    failed = [c.name for c in checks if c.status == "fail"]
+    if failed:
+        console.print(f"[red]not ready:[/] {', '.join(failed)} failed")
+    else:
+        console.print("[green]ready[/]")
 
 
 def print_index_info(console: Console, info: dict[str, Any]) -> None:
