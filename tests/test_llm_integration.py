@@ -25,15 +25,21 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
+def handbook_settings(tmp_path, embedder, **overrides):
+    """The sample handbook indexed, and the embedded model's settings (one model file for all tests)."""
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-    settings = load_settings(
+    return load_settings(
         index_dir=tmp_path / "index",
         conversations_path=tmp_path / "c.sqlite3",
         model_cache_dir=tmp_path.parent / "docfinder-models",
         agent_max_rewrites=0,
-        agent_understand="always",  # every structured output of the real model is exercised
+        **overrides,
     )
+
+
+def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
+    # agent_understand always: every structured output of the real model is exercised.
+    settings = handbook_settings(tmp_path, embedder, agent_understand="always")
 
     tokens = []
 
@@ -64,13 +70,7 @@ def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
 
 def test_a_crashed_llama_server_is_restarted_and_the_next_question_answered(tmp_path, embedder):
     """The real llama.cpp server killed by SIGSEGV between two questions, as a fault in native code would."""
-    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-    settings = load_settings(
-        index_dir=tmp_path / "index",
-        conversations_path=tmp_path / "c.sqlite3",
-        model_cache_dir=tmp_path.parent / "docfinder-models",
-        agent_max_rewrites=0,
-    )
+    settings = handbook_settings(tmp_path, embedder)
 
     async def scenario():
         async with open_service(settings, embedder=embedder, start_llm=True) as service:

@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,18 @@ def fake_server(tmp_path, *crash_with: str) -> SupervisedServer:
     return SupervisedServer("embedded model server", command, log_path=tmp_path / "server.log")
 
 
+@asynccontextmanager
+async def supervised_service(settings, embedder, server: SupervisedServer):
+    """The service on a model server it supervises, as ``open_service`` builds it for the embedded model."""
+    async with (
+        server,
+        open_service(
+            settings, embedder=embedder, lm=make_lm(settings, server.api_base), llm_server=server
+        ) as service,
+    ):
+        yield server, service
+
+
 async def until(condition, timeout_s: float = 30.0) -> None:
     """Wait for ``condition()`` to hold (an event to happen, not a timing)."""
     for _ in range(int(timeout_s / 0.05)):
@@ -61,12 +74,7 @@ def test_a_killed_server_is_noticed_restarted_and_the_next_question_answered(
     caplog.set_level(logging.ERROR)
 
     async def scenario():
-        async with (
-            fake_server(tmp_path) as server,
-            open_service(
-                settings, embedder=embedder, lm=make_lm(settings, server.api_base), llm_server=server
-            ) as service,
-        ):
+        async with supervised_service(settings, embedder, fake_server(tmp_path)) as (server, service):
             first = await service.ask(QUESTION)
             os.kill(server.pid, how)
             await until(lambda: server.crashes)  # noticed without anyone calling the server
@@ -87,12 +95,7 @@ def test_a_question_the_crash_cut_off_is_answered_again_once_the_server_is_back(
     events = []
 
     async def scenario():
-        async with (
-            fake_server(tmp_path) as server,
-            open_service(
-                settings, embedder=embedder, lm=make_lm(settings, server.api_base), llm_server=server
-            ) as service,
-        ):
+        async with supervised_service(settings, embedder, fake_server(tmp_path)) as (server, service):
 
             async def on_status(event):
                 events.append(event)
@@ -113,11 +116,9 @@ def test_a_question_the_crash_cut_off_is_answered_again_once_the_server_is_back(
 
 def test_a_server_that_crashes_at_every_call_is_given_up_with_its_log(settings, embedder, tmp_path):
     async def scenario():
-        async with (
-            fake_server(tmp_path, "SIGSEGV") as server,
-            open_service(
-                settings, embedder=embedder, lm=make_lm(settings, server.api_base), llm_server=server
-            ) as service,
+        async with supervised_service(settings, embedder, fake_server(tmp_path, "SIGSEGV")) as (
+            server,
+            service,
         ):
             with pytest.raises(ModelServerCannotRunError) as raised:
                 await service.ask(QUESTION)
