@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.agent_sec import bench_agent
+from benchmarks.embedded_llm import bench_embedded_llm
 from benchmarks.hardening import bench_hardening
 from benchmarks.ingest_search import bench_ingest_and_search
 from benchmarks.load_fault import bench_load_and_faults
@@ -39,6 +40,7 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
     "context": ("sec10q", "context_sec10q", lambda: evaluate_context(DATA / "sec10q", load_settings())),
     "load": (None, "load_and_faults", lambda: bench_load_and_faults(load_settings())),
     "hardening": (None, "hardening", lambda: bench_hardening(load_settings())),
+    "llm": (None, "embedded_llm", lambda: bench_embedded_llm(load_settings().model_cache_dir)),
     "agent": ("sec10q", "agent_sec10q", lambda: bench_agent(DATA / "sec10q", load_settings())),
     "retrieval": ("scifact", "retrieval_scifact", lambda: bench_retrieval(DATA / "scifact")),
     "scale": (None, "scale_synthetic", bench_scale),

@@ -53,7 +53,6 @@ class Crash:
 
     returncode: int
     uptime_s: float  # from the start of that process to its exit
-    answered: bool  # it had started answering requests before it died
 
     def describe(self) -> str:
         """``signal 11 (SIGSEGV)``, ``signal 9 (SIGKILL, e.g. out of memory)`` or ``exit status 1``."""
@@ -120,9 +119,6 @@ class SupervisedServer:
         self._restart: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
-
-    def __deepcopy__(self, memo: dict[int, object]) -> SupervisedServer:
-        return self  # DSPy copies LMs; every copy must talk to this one process
 
     @property
     def api_base(self) -> str:
@@ -240,7 +236,7 @@ class SupervisedServer:
         if self._closing or process is not self._process:
             return  # stopped on purpose, or an old process
         now = time.monotonic()
-        crash = Crash(returncode, now - self._started_at, answered=self._up)
+        crash = Crash(returncode, now - self._started_at)
         self.crashes.append(crash)
         quick = not self._up or now - self._ready_at < self.crash_loop_window_s
         self._up = False
@@ -248,8 +244,9 @@ class SupervisedServer:
         if self._quick_crashes >= CRASH_LOOP_CRASHES:
             self._cannot_run = ModelServerCannotRunError(
                 f"the {self.name} cannot run on this machine: it crashed {self._quick_crashes} times "
-                f"in a row within {self.crash_loop_window_s:g} s of starting (last: {crash.describe()}), so it is "
-                f"not restarted again; `docfinder doctor` checks the likely causes (CPU features, memory)",
+                f"in a row within {self.crash_loop_window_s:g} s of starting (last: {crash.describe()}), "
+                "so it is not restarted again; `docfinder doctor` checks the likely causes (CPU "
+                "features, memory)",
                 f"The last lines of its log ({self.log_path}):\n{log_tail(self.log_path)}",
             )
             log.error("%s. %s", self._cannot_run, self._cannot_run.log_lines)
@@ -262,7 +259,17 @@ class SupervisedServer:
             crash.uptime_s,
             self.log_path,
         )
-        self._restart = asyncio.get_running_loop().create_task(self._start())
+        self._restart = asyncio.get_running_loop().create_task(self._start_again())
+
+    async def _start_again(self) -> None:
+        try:
+            await self._start()
+        except OSError as exc:  # the command itself cannot be run any more (deleted, no memory to fork)
+            self._cannot_run = ModelServerCannotRunError(
+                f"the {self.name} crashed and could not be started again: {exc}", ""
+            )
+            log.error("%s", self._cannot_run)
+            self._changed.set()
 
     async def _answers(self, process: subprocess.Popen[bytes]) -> bool:
         """Poll ``/models`` until it answers (True), the process exits or the start times out (False)."""
