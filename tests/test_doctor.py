@@ -53,11 +53,13 @@ def test_each_cpu_gets_only_what_it_has_and_its_own_wheel_tag():
     assert "-DGGML_AVX=OFF" in cpu_features.cmake_args(old)  # llama.cpp would turn it on by default
     tags = {cpu_features.build_tag(cpu_features.cpu_flags(c)) for c in (SAPPHIRE_RAPIDS, EPYC_ZEN3, OLD_CPU)}
     assert len(tags) == 3
-    assert cpu_features.build_tag(epyc) == "x86_64-sse42-avx-avx2-bmi2-fma-f16c"
-    # An image for many machines: x86-64-v3, whatever the building CPU has.
-    assert cpu_features.build_options(cpu_features.cpu_flags(SAPPHIRE_RAPIDS), "avx2") == list(
-        cpu_features.AVX2_PROFILE
-    )
+    assert cpu_features.build_tag(epyc).startswith("x86_64-sse42-avx-avx2-bmi2-fma-f16c-")
+    # An image for many machines: x86-64-v3, whatever the building CPU has, tuned for none.
+    sapphire = cpu_features.cpu_flags(SAPPHIRE_RAPIDS)
+    assert cpu_features.build_options(sapphire, "avx2") == list(cpu_features.AVX2_PROFILE)
+    assert "-mtune=native" in cpu_features.cmake_args(sapphire)
+    assert "-mtune" not in cpu_features.cmake_args(sapphire, "avx2")
+    assert cpu_features.build_tag(sapphire, "avx2") != cpu_features.build_tag(epyc)
 
 
 def test_a_build_the_cpu_cannot_run_is_named():
