@@ -2,7 +2,8 @@
 
 A figure is a number of two or more digits, compared without ``$``, ``%``, thousands
 separators and parentheses (``$(1,595)`` and ``1595`` are the same figure). Dates, list
-markers ("1. "), bare years and a trailing ``SOURCE(S):`` line are not figures. The
+markers ("1. ", "100. "), years written bare ("2023", but not "$2,000"), numbers inside
+names ("10-Q", "COVID-19") and a trailing ``SOURCE(S):`` line are not figures. The
 evaluation counts them in gold answers; quote selection matches an answer's figures to
 the evidence units that state them.
 
@@ -18,10 +19,11 @@ import re
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b")
-_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s")
+_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,3}[.)]\s")
 _CITATION = re.compile(r"\[\d+\]")
 _NUMBER = re.compile(r"\(?\$?\d[\d,]*(?:\.\d+)?%?\)?")
 _YEAR = re.compile(r"^(19|20)\d\d$")
+_HYPHENATED_NAME = re.compile(r"\b\d+-[A-Za-z]+\b|\b[A-Za-z]+-\d+\b")  # "10-Q", "COVID-19": names
 _SOURCE_LINE = re.compile(r"\n\s*SOURCE\(?S?\)?:[^\n]*\s*$")  # the trailing line only, not inline citations
 
 
@@ -33,13 +35,19 @@ def normalise_figure(raw: str) -> str:
 def figures(text: str) -> set[str]:
     """The figures of ``text`` (see the module docstring)."""
     text = _SOURCE_LINE.sub("", text)
-    text = _LIST_MARKER.sub(" ", _DATE.sub(" ", _CITATION.sub(" ", text)))
+    for pattern in (_CITATION, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
+        text = pattern.sub(" ", text)
     found = set()
     for raw in _NUMBER.findall(text):
         number = normalise_figure(raw).rstrip(".")
-        if sum(c.isdigit() for c in number) >= 2 and not _YEAR.match(number):
+        if sum(c.isdigit() for c in number) >= 2 and not _is_year(raw, number):
             found.add(number)
     return found
+
+
+def _is_year(raw: str, number: str) -> bool:
+    """A year is written bare: "2023" is one, "$2,000" and "2,023" are amounts."""
+    return bool(_YEAR.match(number)) and raw.strip("().,") == number
 
 
 def all_numbers(text: str) -> set[str]:
@@ -65,9 +73,6 @@ def stated_figures(wanted: set[str], numbers: set[str]) -> set[str]:
     return {figure for figure in wanted if figure_forms(figure) & numbers}
 
 
-_HYPHENATED_NAME = re.compile(r"\b\d+-[A-Za-z]+\b|\b[A-Za-z]+-\d+\b")  # "10-Q", "COVID-19": names
-
-
 def unstated_figures(answer: str, evidence: str) -> set[str]:
     """The figures of ``answer`` that ``evidence`` does not state, in any of their exact forms.
 
@@ -75,7 +80,7 @@ def unstated_figures(answer: str, evidence: str) -> set[str]:
     computed, rounded or made up is not, however plausible. Numbers inside names such as
     "10-Q" are not figures here.
     """
-    wanted = figures(_HYPHENATED_NAME.sub(" ", answer))
+    wanted = figures(answer)
     return wanted - stated_figures(wanted, all_numbers(evidence))
 
 

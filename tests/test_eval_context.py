@@ -26,6 +26,14 @@ def test_figures_ignore_dates_years_list_markers_and_the_source_line():
     assert figures(answer) == {"81797", "82959", "12.5"}
 
 
+def test_names_long_list_markers_and_amounts_like_years_follow_the_rules():
+    # "10-Q" and "COVID-19" are names, not figures: a page footer saying "Form 10-Q" states no gold figure.
+    assert figures("The Form 10-Q for the COVID-19 period reports 12.5% growth.") == {"12.5"}
+    assert figures("100. Dependence on suppliers\n101. Competition\n") == set(), "list markers"
+    assert figures("Capital expenditure was $2,000 million in 2023, against 2,023 units.") == {"2000", "2023"}
+    assert figures("a $1,999 fee (2019)") == {"1999"}, "an amount is kept, a bare year dropped"
+
+
 def test_a_figure_is_stated_by_its_exact_thousandfold_form_and_nothing_rounder():
     table = figures("| Inventories | 13,224 | 1,450 | 12.5 |")
     assert stated_figures({"13.224", "1.450"}, table) == {"13.224", "1.450"}
@@ -77,15 +85,19 @@ def test_eval_context_reports_every_strategy_and_budget(tmp_path, capsys):
     )
     report = json.loads(capsys.readouterr().out)
     assert report["questions"] == 2 and report["index"]["documents"] == 2
-    runs = {(r["strategy"], r["budget"]): r for r in report["runs"] if r["question_type"] == "all"}
+    assert {r["question_type"] for r in report["runs"]} == {"all"}, "the result: every question"
+    runs = {(r["strategy"], r["budget"]): r for r in report["runs"]}
     strategies = ["topk", "mmr-0.7", "mmr-0.5", "fps-0.5", "sentences+cluster", "evidence"]
     assert set(runs) == {(s, b) for s in strategies for b in (64, 400)}
-    by_type = {r["question_type"] for r in report["runs"]}
-    assert by_type == {"all", "Single-Doc"}, "rows per question type besides the overall ones"
+    # The breakdown per type is kept apart, so that no one reads a type's row as the result.
+    assert {r["question_type"] for r in report["runs_by_question_type"]} == {"Single-Doc"}
     for strategy in strategies:  # with room for everything, every strategy finds every gold figure
         assert runs[(strategy, 400)]["gold_doc_recall"] == 1.0
         assert runs[(strategy, 400)]["answer_figure_recall"] == 1.0
+        assert runs[(strategy, 400)]["answer_figure_recall_micro"] == 1.0
         assert runs[(strategy, 400)]["select_ms_p50"] > 0
+    # Micro counts figures, macro questions: 3 gold figures in 2 questions.
+    assert runs[("topk", 400)]["questions_with_figures"] == 2 and runs[("topk", 400)]["gold_figures"] == 3
 
 
 def test_search_context_flags_select_order_and_show_in_the_trace(sample_corpus, tmp_path, capsys):

@@ -184,28 +184,35 @@ def print_context(console: Console, context: Context) -> None:
 
 
 def print_context_report(console: Console, report: dict[str, Any]) -> None:
-    """Context-selection recall per strategy and budget."""
-    console.print(f"[bold]{escape(report['dataset'])}[/] {report['questions']} questions")
-    table = Table(
-        "question type",
-        "strategy",
-        "budget",
-        "gold-doc recall",
-        "answer-figure recall",
-        "tokens",
-        "select ms p50",
+    """Context-selection recall per strategy and budget over all questions, then per question type."""
+    runs = report["runs"]
+    with_figures = runs[0]["questions_with_figures"] if runs else 0
+    console.print(
+        f"[bold]{escape(report['dataset'])}[/] {report['questions']} questions, "
+        f"{with_figures} with figures in their answer"
     )
-    for run in report["runs"]:
-        table.add_row(
-            run["question_type"],
-            run["strategy"],
-            str(run["budget"]),
-            f"{run['gold_doc_recall']:.3f}",
-            f"{run['answer_figure_recall']:.3f}",
-            f"{run['mean_tokens']:.0f}",
-            f"{run['select_ms_p50']:.0f}",
+    for title, rows in (("all questions", runs), ("per question type", report["runs_by_question_type"])):
+        table = Table(
+            "question type",
+            "strategy",
+            "budget",
+            "gold-doc recall",
+            "figure recall (macro / micro)",
+            "tokens",
+            "select ms p50",
+            title=title,
         )
-    console.print(table)
+        for run in rows:
+            table.add_row(
+                escape(run["question_type"]),
+                run["strategy"],
+                str(run["budget"]),
+                f"{run['gold_doc_recall']:.3f}",
+                f"{run['answer_figure_recall']:.3f} / {run['answer_figure_recall_micro']:.3f}",
+                f"{run['mean_tokens']:.0f}",
+                f"{run['select_ms_p50']:.0f}",
+            )
+        console.print(table)
 
 
 def print_answers_summary(console: Console, summary: dict[str, Any]) -> None:

@@ -10,10 +10,16 @@ all questions and per question type:
 - gold-document recall: the share of questions with a passage of a gold document (the
   ``Source Docs`` file-name glob) in the selected context;
 - answer-figure recall: the share of the gold answer's figures found in the selected
-  context. Figures are numbers of two or more digits, compared without ``$``, ``%``,
-  thousands separators and parentheses; dates, list markers, bare years and the trailing
-  ``SOURCE(S)`` line are ignored. A figure also counts when the context states its exact
-  thousandfold form ("13.224" billion as "13,224" in millions).
+  context, over the questions whose answer has figures: the mean of each question's share
+  (macro, ``answer_figure_recall``) and the share of all their figures together (micro,
+  ``answer_figure_recall_micro``). Figures follow :mod:`pipeline.figures`: numbers of two or
+  more digits, compared without ``$``, ``%``, thousands separators and parentheses; dates,
+  list markers, bare years, names such as "10-Q" and the trailing ``SOURCE(S)`` line are
+  ignored. A figure also counts when the context states its exact thousandfold form
+  ("13.224" billion as "13,224" in millions).
+
+``runs`` holds the rows over all questions, ``runs_by_question_type`` the same measures per
+question type (fewer questions each: not the result, a breakdown of it).
 
 Each row also gives the median time to select and order the context (``select_ms_p50``),
 the search itself excluded.
@@ -109,7 +115,8 @@ def evaluate_context(
         "questions": len(questions),
         "index": {"version": ingest.version, "documents": ingest.documents, "chunks": ingest.chunks},
         "candidates": settings.context_candidates,
-        "runs": runs,
+        "runs": [run for run in runs if run["question_type"] == ALL_TYPES],
+        "runs_by_question_type": [run for run in runs if run["question_type"] != ALL_TYPES],
     }
 
 
@@ -134,15 +141,27 @@ async def _run(
                     for kind in {ALL_TYPES, question.kind or ALL_TYPES}:
                         total = totals.setdefault(
                             (strategy.name, budget, kind),
-                            {"questions": 0, "docs": 0.0, "figures": 0.0, "scored": 0, "tokens": 0, "ms": []},
+                            {
+                                "questions": 0,
+                                "docs": 0.0,
+                                "figures": 0.0,
+                                "scored": 0,
+                                "gold": 0,
+                                "stated": 0,
+                                "tokens": 0,
+                                "ms": [],
+                            },
                         )
                         total["questions"] += 1
                         total["ms"].append(elapsed_ms)
                         total["tokens"] += context.tokens
                         total["docs"] += any(fnmatch.fnmatch(name, question.gold_docs) for name in sources)
                         if gold:
-                            total["figures"] += len(stated_figures(gold, found)) / len(gold)
+                            stated = len(stated_figures(gold, found))
+                            total["figures"] += stated / len(gold)
                             total["scored"] += 1
+                            total["gold"] += len(gold)
+                            total["stated"] += stated
     return [
         {
             "strategy": name,
@@ -151,7 +170,9 @@ async def _run(
             "questions": int(total["questions"]),
             "gold_doc_recall": round(total["docs"] / total["questions"], 4),
             "answer_figure_recall": round(total["figures"] / max(total["scored"], 1), 4),
+            "answer_figure_recall_micro": round(total["stated"] / max(total["gold"], 1), 4),
             "questions_with_figures": int(total["scored"]),
+            "gold_figures": int(total["gold"]),
             "mean_tokens": round(total["tokens"] / total["questions"], 1),
             "select_ms_p50": round(statistics.median(total["ms"]), 1),
         }
