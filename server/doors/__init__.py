@@ -1,6 +1,7 @@
 """The front doors: how people and programs reach the service.
 
-The command line (``cli``, with its rich renderings in ``cli_output``), the HTTP API
+The command line (``cli``, with its rich renderings in ``cli_output`` and the installation
+checks of ``docfinder doctor`` in ``doctor``), the HTTP API
 (``http_api``, its strict request models in ``http_models`` and the generated ``openapi``
 document), the MCP server (``mcp_server``, mounted over HTTP through ``asgi_mount``) and the
 mounting of the Slack and Teams bots (``chat_bots``). ``responses`` is the one JSON shape of

@@ -334,7 +334,7 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     """Every check, printed as it completes; exit 1 when any failed."""
-    from server import doctor
+    from server.doors import doctor
 
     if args.json:
         checks = await doctor.run_checks(settings)

@@ -13,7 +13,7 @@ from rich.table import Table
 from index_build.builder import IngestReport
 from pipeline.answers import AskResult
 from pipeline.context import Context
-from server.doctor import Check
+from server.doors.doctor import Check
 
 _LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings": "Embeddings"}
 
