@@ -213,13 +213,14 @@ class _SlackBot:
         except DocfinderError as exc:
             await client.chat_update(channel=channel, ts=ts, text=error_message(exc))
             return
+        # Remembered first: a reaction to the answer can arrive the moment it is shown.
+        await self.service.remember_message(PLATFORM, _message_ref(channel, ts), result.answer_id)
         await client.chat_update(
             channel=channel,
             ts=ts,
             text=result.agent.answer,
             blocks=answer_blocks(result, self.config.reactions),
         )
-        await self.service.remember_message(PLATFORM, _message_ref(channel, ts), result.answer_id)
 
 
 def answer_blocks(result: AskResult, reactions: Mapping[str, ReactionMeaning] = {}) -> list[dict[str, Any]]:
