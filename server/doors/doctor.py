@@ -23,10 +23,17 @@ from typing import Literal
 
 from pipeline.errors import DocfinderError, IndexNotFoundError, LLMUnavailableError
 from server.models import cpu_features, supervised_server
+from server.models.supervised_server import Crash, ModelServerCannotRunError, log_tail
 from server.settings import Settings
 
 Status = Literal["ok", "warn", "fail", "skipped"]
 EMBEDDED_LLM_MEMORY_GB = 3.5  # the server's resident size with its prompt cache (README)
+# The stamp names the CPU tag it was installed for; removing it makes `make install` put in the
+# wheel built for this CPU (building it first if this kind of CPU has none yet).
+REBUILD_FIX = (
+    "install llama-cpp-python built for this CPU: `rm -f .venv/.installed* && make install` "
+    "(it uses this CPU's instruction sets, never AMX)"
+)
 EMBEDDED_LLM_FIX = (
     "if the cpu check failed, fix that first; otherwise the log lines above name the cause: run "
     "`make install` again, free memory, or use an LLM server (DOCFINDER_LLM_API_BASE)"
@@ -90,7 +97,7 @@ async def check_cpu(settings: Settings) -> Check:
     try:
         build = await asyncio.to_thread(llama_build_features)
     except DocfinderError as exc:
-        return Check("cpu", "fail", f"{cpu}; {exc}", "run `make install` to rebuild llama-cpp-python here")
+        return Check("cpu", "fail", f"{cpu}; {exc}", REBUILD_FIX)
     built = " ".join(
         sorted(build & set(cpu_features.SYSTEM_INFO_NEEDS) | build & set(cpu_features.AMX_MARKERS))
     )
@@ -102,7 +109,7 @@ async def check_cpu(settings: Settings) -> Check:
             "fail",
             f"{detail}; this CPU cannot run its {', '.join(unusable)} code"
             + (" (AMX kernels crash in virtual machines that report AMX)" if "AMX_INT8" in unusable else ""),
-            "run `make install`: it rebuilds llama-cpp-python for this CPU's instruction sets, without AMX",
+            REBUILD_FIX,
         )
     return Check("cpu", "ok", detail)
 
@@ -134,9 +141,8 @@ def llama_build_features() -> frozenset[str]:
     except subprocess.TimeoutExpired as exc:
         raise LlamaProbeError("loading llama.cpp did not finish within 60 s") from exc
     if done.returncode != 0:
-        how = f"signal {-done.returncode}" if done.returncode < 0 else f"status {done.returncode}"
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise LlamaProbeError(f"loading llama.cpp failed ({how}): {last}")
+        raise LlamaProbeError(f"loading llama.cpp failed ({Crash(done.returncode, 0).describe()}): {last}")
     return cpu_features.parse_system_info(done.stdout)
 
 
@@ -254,7 +260,6 @@ async def _check_embedded_llm(settings: Settings) -> Check:
 
 async def _one_token_check(settings: Settings) -> Check:
     from server.models.embedded_llm import LlamaServer, ensure_model_file
-    from server.models.supervised_server import ModelServerCannotRunError, log_tail
 
     try:
         model = await asyncio.to_thread(ensure_model_file, settings.model_cache_dir)

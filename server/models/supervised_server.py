@@ -55,7 +55,7 @@ class Crash:
     uptime_s: float  # from the start of that process to its exit
 
     def describe(self) -> str:
-        """``signal 11 (SIGSEGV)``, ``signal 9 (SIGKILL, e.g. out of memory)`` or ``exit status 1``."""
+        """``signal 11 (SIGSEGV)``, ``signal 9 (SIGKILL, e.g. killed …)``, ``exit status 1`` …"""
         if self.returncode >= 0:
             return f"exit status {self.returncode}"
         number = -self.returncode
@@ -65,6 +65,8 @@ class Crash:
             return f"signal {number}"
         if number == signal.SIGKILL:
             name += ", e.g. killed by the kernel when memory ran out"
+        elif number == signal.SIGILL:
+            name += ": an instruction this CPU does not have, so a build for another CPU"
         return f"signal {number} ({name})"
 
 
