@@ -336,6 +336,9 @@ async def test_bad_bodies_are_400s_on_every_route(server):
         (b'{"question": "x"}', "application/json; charset=bogus-charset"),
         (b'{"question": "\\ud800", "query": "\\ud800", "answer_id": "\\ud800"}', "application/json"),
         (deep.encode(), "application/json"),
+        # Beyond Python's 4,300-digit limit int() raises ValueError: it was a 500 on every route.
+        (b'{"question": "x", "query": "x", "answer_id": "x", "k": ' + b"9" * 5000 + b"}", "application/json"),
+        (b'{"question": "x", "query": "x", "answer_id": "x", "k": -' + b"9" * 50 + b"}", "application/json"),
     ]
     for route in ("/v1/ask", "/v1/ask/stream", "/v1/search", "/v1/feedback"):
         for body, content_type in bodies:

@@ -81,7 +81,7 @@ async def read_body(request: web.Request, model: type[Body]) -> Body:
     except UnicodeDecodeError as exc:
         raise InvalidRequestError(f"the body is not UTF-8 (byte {exc.start})") from exc
     try:
-        data: Any = json.loads(text)
+        data: Any = json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         raise InvalidRequestError(f"the body is not valid JSON: {exc.msg}") from exc
     except RecursionError as exc:
@@ -96,6 +96,17 @@ async def read_body(request: web.Request, model: type[Body]) -> Body:
         return model.model_validate(data)
     except ValidationError as exc:
         raise InvalidRequestError(describe(exc)) from exc
+
+
+MAX_INTEGER_DIGITS = 30  # every integer the API reads (k, limits) has a handful
+
+
+def _bounded_int(digits: str) -> int:
+    """A JSON integer, refused beyond :data:`MAX_INTEGER_DIGITS` (Python itself refuses 4,300
+    digits with a ValueError that would otherwise surface as a server error)."""
+    if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise InvalidRequestError(f"the body holds an integer of more than {MAX_INTEGER_DIGITS} digits")
+    return int(digits)
 
 
 def describe(exc: ValidationError) -> str:
