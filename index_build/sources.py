@@ -63,8 +63,26 @@ def discover(paths: list[Path], collection: str | None) -> Discovery:
         for path in [root] if root.is_file() else _walk(root, roots, skipped):
             if any(part.startswith(".") for part in path.relative_to(root.parent).parts):
                 continue
+            if not _utf8_name(path):
+                skipped.append((printable_path(path), "file name is not valid UTF-8: rename the file"))
+                continue
             found.setdefault(path, SourceFile(path=path, root=root, collection=name))
     return Discovery(sorted(found.values(), key=lambda s: str(s.path)), skipped)
+
+
+def _utf8_name(path: Path) -> bool:
+    """Whether the path's bytes are UTF-8 (else Python holds them as lone surrogates, which no
+    index file, database or terminal can take)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable_path(path: Path) -> str:
+    """The path as text any terminal or log can show: bytes that are not UTF-8 as ``\\xe9``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _walk(root: Path, roots: list[Path], skipped: list[tuple[str, str]]) -> list[Path]:
@@ -77,7 +95,7 @@ def _walk(root: Path, roots: list[Path], skipped: list[tuple[str, str]]) -> list
             if entry.is_symlink():
                 reason = _link_problem(entry, roots)
                 if reason:
-                    skipped.append((str(entry), reason))
+                    skipped.append((printable_path(entry), reason))
                     continue
                 if entry.is_file():
                     files.append(entry)

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -29,6 +32,8 @@ from server.service import DocfinderService, open_service
 from server.settings import load_settings
 from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
+
+REPO = Path(__file__).resolve().parent.parent
 
 ALPHA = "alpha-key-" + "0" * 30  # reads everything
 BETA = "beta-key-" + "1" * 30  # reads the handbook only
@@ -193,6 +198,29 @@ def test_ingest_does_not_follow_links_out_of_its_folders_and_reports_them(tmp_pa
 
     snapshot = open_live(tmp_path / "index")
     assert all("hunter2" not in c.text for col in snapshot.collections.values() for c in col.chunks)
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_named_and_the_rest_ingested(tmp_path):
+    """Round two, finding 1: such a name crashed the whole ingest (UnicodeEncodeError, nothing indexed)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nThe guide explains the cryostat warm-up.\n")
+    with open(os.path.join(os.fsencode(docs), b"caf\xe9 notes.md"), "w") as latin1_named:
+        latin1_named.write("# Notes\n\nNotes on the caf\u00e9.\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "server.doors.cli", "ingest", str(docs), "--index", str(tmp_path / "index")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert done.returncode == 3, done.stderr  # some files skipped, the rest indexed
+    said = " ".join((done.stdout + done.stderr).split())  # rich wraps long lines
+    assert "caf\\xe9 notes.md" in said and "file name is not valid UTF-8" in said
+    from index_build.snapshot import open_live
+
+    assert [Path(f.path).name for f in open_live(tmp_path / "index").files] == ["guide.md"]
 
 
 # 4. `serve teams` without an app id sends answers to any URL the caller names.
