@@ -12,6 +12,7 @@ it saw no acknowledgement in time: a repeated event id is acknowledged and not a
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -19,11 +20,13 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.common import (
@@ -107,23 +110,53 @@ def build_slack_app(service: AnsweringService, config: SlackConfig) -> AsyncApp:
     return app
 
 
-def slack_route(app: AsyncApp) -> Any:
-    """An aiohttp handler for Slack's Events API requests (mount at ``/slack/events``)."""
+def slack_route(app: AsyncApp, signing_secret: str) -> Any:
+    """An aiohttp handler for Slack's Events API requests (mount at ``/slack/events``).
+
+    The signature is verified here, before anything reads the body: Bolt parses the body when
+    it builds its request, before its own check, so an unsigned body that is not a JSON object
+    would otherwise reach a parser and fail there (a 500 and a logged traceback per request).
+    """
+    verifier = SignatureVerifier(signing_secret)
 
     async def handle(request: web.Request) -> web.Response:
         timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
         signature = request.headers.get("X-Slack-Signature", "")
         body = await request.read()
         try:
-            body.decode("utf-8")
+            text = body.decode("utf-8")
             readable = (request.charset or "utf-8").lower() in {"utf-8", "utf8"}
         except UnicodeDecodeError:
             readable = False
-        if not readable or not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
+        if (
+            not readable
+            or not _TIMESTAMP.fullmatch(timestamp)
+            or not _SIGNATURE.fullmatch(signature)
+            or not verifier.is_valid(body, timestamp, signature)
+        ):
             return web.json_response({"error": "invalid request"}, status=401)
+        if text and not _a_slack_delivery(text, request.content_type):
+            return web.json_response({"error": "the body is not a Slack delivery"}, status=400)
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
 
     return handle
+
+
+def _a_slack_delivery(text: str, content_type: str) -> bool:
+    """Whether Bolt's body parser makes of ``text`` what its middleware and listeners expect: a
+    mapping whose ``event``, if any, is a mapping too. Bolt reads JSON (by content type, or a
+    body starting with ``{``), else form fields whose ``payload``, when there is one, is JSON."""
+    try:
+        if content_type == "application/json" or text.startswith("{"):
+            body = json.loads(text)
+        elif "payload" in text:
+            payload = dict(parse_qsl(text, keep_blank_values=True)).get("payload")
+            body = {} if payload is None else json.loads(payload)
+        else:
+            return True
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(body, dict) and isinstance(body.get("event", {}), dict)
 
 
 class _SlackBot:

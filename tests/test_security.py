@@ -426,6 +426,58 @@ async def test_slack_malformed_headers_are_401_and_a_retried_event_is_answered_o
         assert len(api.made("chat.postMessage")) == 1, "the retried delivery was not answered again"
 
 
+async def test_slack_bodies_that_are_not_objects_are_refused_without_a_server_error(
+    tmp_path, embedder, llm, index, caplog
+):
+    """Round two, finding 4: Bolt parsed the body before checking the signature, so anyone could
+    get a 500 and a logged traceback; a signed delivery whose event is a string did too."""
+    import time
+
+    from slack_sdk.signature import SignatureVerifier
+
+    from server.doors.chat_bots import mount_slack
+    from tests.fake_chat import BotServer, FakeSlackAPI
+    from tests.test_slack_bot import SECRET, event_callback, signed
+
+    def signed_raw(body: str, content_type: str) -> dict[str, str]:
+        timestamp = str(int(time.time()))
+        signature = SignatureVerifier(SECRET).generate_signature(timestamp=timestamp, body=body)
+        return {
+            "Content-Type": content_type,
+            "X-Slack-Request-Timestamp": timestamp,
+            "X-Slack-Signature": signature,
+        }
+
+    bodies = [
+        ("notjson", "application/json"),
+        ("[1,2]", "application/json"),
+        ('"str"', "application/json"),
+        ("payload=notjson", "application/x-www-form-urlencoded"),
+        ("payload=%5B1%5D", "application/x-www-form-urlencoded"),
+    ]
+    async with FakeSlackAPI() as api, BotServer(index.parent, embedder, llm.url, mount_slack) as bots:
+        client, _ = await bots.start(
+            slack_bot_token="xoxb-test", slack_signing_secret=SECRET, slack_api_url=api.url
+        )
+        caplog.set_level(logging.ERROR)
+        for body, content_type in bodies:
+            forged = {
+                "X-Slack-Request-Timestamp": str(int(time.time())),
+                "X-Slack-Signature": "v0=" + "0" * 64,
+            }
+            unsigned = await client.post(
+                "/slack/events", data=body, headers={"Content-Type": content_type, **forged}
+            )
+            assert unsigned.status == 401, (body, unsigned.status)
+            genuine = await client.post("/slack/events", data=body, headers=signed_raw(body, content_type))
+            assert genuine.status == 400, (body, genuine.status)
+        body, headers = signed({**event_callback({"type": "app_mention"}), "event": "a string"})
+        assert (await client.post("/slack/events", data=body, headers=headers)).status == 400
+        assert "Traceback" not in caplog.text and not [
+            r for r in caplog.records if r.levelno >= logging.ERROR
+        ]
+
+
 # 8. SQLite contention becomes a raw 500.
 
 

@@ -74,7 +74,8 @@ def mount_slack(app: web.Application, service: AnsweringService, settings: Setti
     """Slack's Events API at ``/slack/events`` (signed requests only)."""
     from bots.slack import build_slack_app, slack_route
 
-    app.router.add_post(SLACK_PATH, slack_route(build_slack_app(service, slack_config(settings))))
+    config = slack_config(settings)
+    app.router.add_post(SLACK_PATH, slack_route(build_slack_app(service, config), config.signing_secret))
 
 
 def mount_teams(app: web.Application, service: AnsweringService, settings: Settings) -> None:
