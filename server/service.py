@@ -55,6 +55,7 @@ from pipeline.errors import (
     ForbiddenError,
     InvalidRequestError,
     NotFoundError,
+    UnknownCollectionError,
 )
 from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
@@ -498,14 +499,28 @@ class DocfinderService:
         )
 
     def allowed_collections(self, requested: list[str] | None, caller: Caller) -> list[str] | None:
-        """The collections to search: ``requested`` (or all ``caller`` may read), never beyond them."""
+        """The collections to search: ``requested`` (or all ``caller`` may read), never beyond them.
+
+        For a caller limited to some collections, one the index lacks is reported here, naming
+        only the collections open to it: the index's own error lists every collection it has.
+        """
         if caller.collections is None:
             return requested
-        if requested is None:
-            return list(caller.collections)
-        refused = [c for c in requested if c not in caller.collections]
+        refused = [c for c in requested or () if c not in caller.collections]
         if refused:
             raise ForbiddenError(f"collection {refused[0]!r} is not open to this caller")
+        loaded = self._snapshot  # loaded at start; an index swapped since keeps the same names, mostly
+        present = set(loaded.collections) if loaded is not None else set(caller.collections)
+        visible = [c for c in caller.collections if c in present]
+        if requested is None:
+            if not visible:
+                raise UnknownCollectionError("none of the collections open to this caller is in the index")
+            return visible
+        missing = [c for c in requested if c not in present]
+        if missing:
+            raise UnknownCollectionError(
+                f"unknown collection {missing[0]!r} (open to this caller: {', '.join(visible) or 'none'})"
+            )
         return requested
 
     def check_question(self, question: str) -> str:

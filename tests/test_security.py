@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 ALPHA = "alpha-key-" + "0" * 30  # reads everything
 BETA = "beta-key-" + "1" * 30  # reads the handbook only
+GHOST = "g" * 40  # scoped to a collection the index does not have
+MIXED = "m" * 40  # scoped to one it has and one it does not
 SECRET_FACT = "The director's salary is 212,345 euros a year."
 
 
@@ -221,6 +223,30 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_named_and_the_rest_ingested
     from index_build.snapshot import open_live
 
     assert [Path(f.path).name for f in open_live(tmp_path / "index").files] == ["guide.md"]
+
+
+async def test_a_key_scoped_to_a_missing_collection_learns_no_other_collection_name(server):
+    """Round two, finding 6: the error listed every collection on the server (REST and MCP alike)."""
+    keys = {
+        "alpha": {"key": ALPHA},
+        "ghost": {"key": GHOST, "collections": ["other"]},
+        "mixed": {"key": MIXED, "collections": ["handbook", "other"]},
+    }
+    client, _ = await server(api_keys=keys)
+    for route, body in (
+        ("/v1/search", {"query": "salary"}),
+        ("/v1/ask", {"question": "What is the salary?"}),
+    ):
+        response = await client.post(route, json=body, headers=bearer(GHOST))
+        error = (await response.json())["error"]
+        assert response.status == 400 and "private" not in error and "handbook" not in error, error
+    asked = await client.post(
+        "/v1/search", json={"query": "salary", "collections": ["other"]}, headers=bearer(MIXED)
+    )
+    error = (await asked.json())["error"]
+    assert asked.status == 400 and "private" not in error and "open to this caller: handbook" in error
+    searched = await (await client.post("/v1/search", json={"query": "x"}, headers=bearer(MIXED))).json()
+    assert {h["collection"] for h in searched["passages"]} == {"handbook"}, "its collections that exist"
 
 
 # 4. `serve teams` without an app id sends answers to any URL the caller names.
