@@ -8,6 +8,7 @@ is never called two things.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pipeline.errors import DocfinderError, InvalidRequestError, TransientError
@@ -55,3 +56,14 @@ def describe_step(event: dict[str, Any]) -> str:
     if "verdict" in event:
         return f"{step}: {event['verdict']}"
     return step
+
+
+# Control characters (C0, DEL, C1) and the bidirectional overrides that reorder what a reader sees.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal or one log line: control characters written as escapes
+    (``\\x1b``, ``\\n``), so a file name or title can neither drive the terminal (retitle it,
+    clear it) nor start a forged log line."""
+    return _INVISIBLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)

@@ -225,6 +225,27 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_named_and_the_rest_ingested
     assert [Path(f.path).name for f in open_live(tmp_path / "index").files] == ["guide.md"]
 
 
+def test_control_characters_in_a_file_name_reach_neither_the_terminal_nor_the_log(tmp_path):
+    """Round two, finding 7: ESC]0;…BEL retitled the operator's terminal, ESC[2J cleared it, and a
+    newline in a name would have forged a log line."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nThe guide explains the cryostat warm-up.\n")
+    (docs / "x\x1b]0;pwned\x07\x1b[2J\nERROR forged line.pdf").write_bytes(b"%PDF-1.4 broken")
+    done = subprocess.run(
+        [sys.executable, "-m", "server.doors.cli", "ingest", str(docs), "--index", str(tmp_path / "index")],
+        cwd=REPO,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert done.returncode == 3
+    said = done.stdout + done.stderr
+    assert b"\x1b" not in said and b"\x07" not in said
+    assert not any(line.startswith(b"ERROR forged") for line in said.splitlines())
+    assert b"x\\x1b]0;pwned\\x07\\x1b[2J\\nERRORforgedline.pdf" in b"".join(said.split())  # shown, escaped
+
+
 async def test_a_key_scoped_to_a_missing_collection_learns_no_other_collection_name(server):
     """Round two, finding 6: the error listed every collection on the server (REST and MCP alike)."""
     keys = {

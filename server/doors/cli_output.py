@@ -13,7 +13,14 @@ from rich.table import Table
 from index_build.builder import IngestReport
 from pipeline.answers import AskResult
 from pipeline.context import Context
+from pipeline.wording import printable
 from server.doors.doctor import Check
+
+
+def shown(text: str) -> str:
+    """Untrusted text (a file name, a document's title) for the terminal: no markup, no control characters."""
+    return escape(printable(text))
+
 
 _LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings": "Embeddings"}
 
@@ -55,9 +62,9 @@ def print_hits(console: Console, result: Any) -> None:
     for n, hit in enumerate(result.hits, start=1):
         chunk = hit.chunk
         console.print(
-            f"[bold cyan][{n}][/] [bold]{escape(chunk.citation_label())}[/]  [dim]score {hit.score:.4f}[/]"
+            f"[bold cyan][{n}][/] [bold]{shown(chunk.citation_label())}[/]  [dim]score {hit.score:.4f}[/]"
         )
-        console.print(f"    [dim]{escape(chunk.source)}[/]")
+        console.print(f"    [dim]{shown(chunk.source)}[/]")
         text = " ".join(chunk.text.split())
         console.print("    " + escape(text[:400] + ("…" if len(text) > 400 else "")) + "\n")
 
@@ -75,12 +82,12 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
     if report.ignored:
         console.print(
             f"[dim]{len(report.ignored)} ignored (file types docfinder does not read): "
-            f"{escape(', '.join(report.ignored[:5]))}{' …' if len(report.ignored) > 5 else ''}[/]"
+            f"{shown(', '.join(report.ignored[:5]))}{' …' if len(report.ignored) > 5 else ''}[/]"
         )
     if report.failures:
         console.print(f"[red]{len(report.failures)} file(s) skipped:[/]")
         for failure in report.failures:
-            console.print(f"  [red]✗[/] {escape(failure.path)}: {escape(failure.reason)}")
+            console.print(f"  [red]✗[/] {shown(failure.path)}: {shown(failure.reason)}")
 
 
 _CHECK_MARKS = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]", "skipped": "[dim]-[/]"}

@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Literal
 
+from pipeline.wording import printable
+
 _request_id: ContextVar[str] = ContextVar("docfinder_request_id", default="")
 # Attributes every LogRecord has; anything else was passed in ``extra=`` and is logged as a field.
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
@@ -51,6 +53,15 @@ class JsonFormatter(logging.Formatter):
 OUR_PACKAGES = ("server", "bots", "pipeline", "index_build", "programs", "benchmarks")
 
 
+class PrintableFormatter(logging.Formatter):
+    """Text log lines whose message shows control characters as escapes: a file name, title or
+    question in a message can neither drive the operator's terminal nor forge a log line. (A
+    traceback, written by the formatter itself, keeps its lines.)"""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+
 class QuietLibraries(logging.Filter):
     """Lets through docfinder's own records at the configured level, other libraries' at WARNING.
 
@@ -74,5 +85,5 @@ def configure_logging(level: int, style: Literal["text", "json"] = "text", verbo
     if style == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler], force=True)
