@@ -69,9 +69,7 @@ def measure(model_cache_dir: Path) -> dict[str, Any]:
     build = cpu_features.parse_system_info(llama_cpp.llama_print_system_info().decode())
     return {
         "cpu": " ".join(cpu_features.build_options(cpu_features.cpu_flags())),
-        "build": " ".join(
-            sorted(build & set(cpu_features.SYSTEM_INFO_NEEDS) | build & set(cpu_features.AMX_MARKERS))
-        ),
+        "build": cpu_features.instruction_sets(build),
         "threads": os.cpu_count(),
         "load_s": round(load_s, 2),
         "prompt_tokens": prompt_tokens,

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -66,12 +66,8 @@ async def run_checks(settings: Settings) -> list[Check]:
     for check in checks:
         started = time.perf_counter()
         result = await check(settings)
-        results.append(_timed(result, time.perf_counter() - started))
+        results.append(replace(result, seconds=round(time.perf_counter() - started, 2)))
     return results
-
-
-def _timed(check: Check, seconds: float) -> Check:
-    return Check(check.name, check.status, check.detail, check.fix, round(seconds, 2))
 
 
 def as_json(checks: list[Check]) -> dict[str, object]:
@@ -98,9 +94,7 @@ async def check_cpu(settings: Settings) -> Check:
         build = await asyncio.to_thread(llama_build_features)
     except DocfinderError as exc:
         return Check("cpu", "fail", f"{cpu}; {exc}", REBUILD_FIX)
-    built = " ".join(
-        sorted(build & set(cpu_features.SYSTEM_INFO_NEEDS) | build & set(cpu_features.AMX_MARKERS))
-    )
+    built = cpu_features.instruction_sets(build)
     unusable = cpu_features.unsupported_build_features(build, flags)
     detail = f"{cpu}; llama.cpp built for: {built or 'no vector extensions'}"
     if unusable:

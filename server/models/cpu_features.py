@@ -111,6 +111,11 @@ def parse_system_info(text: str) -> frozenset[str]:
     return frozenset(name for name, value in re.findall(r"([A-Z0-9_]+) = (\d+)", text) if value != "0")
 
 
+def instruction_sets(build: frozenset[str]) -> str:
+    """The instruction sets among a build's reported features (``AVX AVX2 …``), sorted."""
+    return " ".join(sorted(build & (set(SYSTEM_INFO_NEEDS) | set(AMX_MARKERS))))
+
+
 def unsupported_build_features(build: frozenset[str], flags: frozenset[str]) -> list[str]:
     """The features an installed llama.cpp build uses that this CPU cannot run, AMX always."""
     amx = [name for name in AMX_MARKERS if name in build]
@@ -124,16 +129,11 @@ def unsupported_build_features(build: frozenset[str], flags: frozenset[str]) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("cmake-args", "tag", "flags"))
+    parser.add_argument("what", choices=("cmake-args", "tag"))
     parser.add_argument("--profile", default="native", choices=("native", "avx2"))
     args = parser.parse_args(argv)
     flags = cpu_flags()
-    if args.what == "cmake-args":
-        print(cmake_args(flags, args.profile))
-    elif args.what == "tag":
-        print(build_tag(flags, args.profile))
-    else:
-        print(" ".join(build_options(flags, args.profile)))
+    print(cmake_args(flags, args.profile) if args.what == "cmake-args" else build_tag(flags, args.profile))
     return 0
 
 

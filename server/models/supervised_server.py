@@ -142,12 +142,14 @@ class SupervisedServer:
         self._loop = asyncio.get_running_loop()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.write_bytes(b"")  # this session's log only
+        started = False
         try:
             await self._start()
             await self.ready()
-        except BaseException:
-            await self.__aexit__(None, None, None)  # a failed or cancelled start leaves no process behind
-            raise
+            started = True
+        finally:
+            if not started:  # a failed or cancelled start leaves no process behind
+                await self.__aexit__(None, None, None)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
