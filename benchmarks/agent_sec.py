@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline.streaming import AnswerToken
 from server.evaluation.answers import answer_row, evenly_spread
-from server.evaluation.context import load_questions
+from server.evaluation.questions import load_questions
 from server.evaluation.retrieval import percentile
 from server.service import open_service, run_ingest
 from server.settings import Settings

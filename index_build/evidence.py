@@ -4,7 +4,8 @@ An answer rests on single facts: a sentence, or a row of a table. Retrieval find
 the answer needs the right row of the right table, with the column headers that say which
 period each figure belongs to. So each chunk is cut into units:
 
-- a paragraph into sentences (units of fewer than three words are dropped);
+- a paragraph into its list items ("1. ... 2. ...") and sentences; a sentence of fewer than
+  three words is dropped, a list item never (a finding or criterion may be two words);
 - a table into rows. The table is read whole (a long table is split over several chunks
   and only its first header row is repeated): the rows above its first data row are the
   header, and their cells are aligned to the value columns. A cell spanning two columns
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 from index_build.chunking import Piece
 from index_build.document import ParsedDocument
-from pipeline.ordering import split_sentences
+from pipeline.ordering import is_list_item, split_sentences
 from pipeline.types import Chunk, EvidenceUnit
 
 _VALUE = re.compile(r"^[($]*\s*[-+]?\$?\s*\d[\d,]*(?:\.\d+)?\s*\)?\s*%?\)?\s*\$?$|^[—–-]+$")
@@ -35,9 +36,11 @@ _CAPTION = re.compile(
 )
 _WORD = re.compile(r"[A-Za-z]{2,}")
 MIN_SENTENCE_WORDS = 3
-# Bump when the units this module makes, or how their vectors are made, change: an index
-# built by another version is rebuilt (2: unit vectors pooled from their chunk, see unit_spans).
-EVIDENCE_VERSION = 2
+# Bump when the units this module makes, or how their vectors are made, or how PDFs are read
+# into paragraphs, change: an index built by another version is rebuilt (2: unit vectors pooled
+# from their chunk, see unit_spans; 3: paragraphs by the PDF's line spacing, inline numbered
+# lists cut into items, no sentence end after an abbreviation or initial).
+EVIDENCE_VERSION = 3
 _MAX_CAPTION_WORDS = 30
 
 
@@ -186,7 +189,8 @@ def document_units(
                         found.append(("row", text, piece.page, table.header, row.group))
             else:
                 for sentence in split_sentences(piece.text):
-                    if len(_WORD.findall(sentence)) >= MIN_SENTENCE_WORDS and not sentence.startswith("|"):
+                    long_enough = len(_WORD.findall(sentence)) >= MIN_SENTENCE_WORDS or is_list_item(sentence)
+                    if long_enough and _WORD.search(sentence) and not sentence.startswith("|"):
                         found.append(("sentence", sentence, piece.page, "", ""))
         units.extend(
             EvidenceUnit(

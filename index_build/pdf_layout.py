@@ -12,7 +12,12 @@ parsed pages still hold each word's rectangle and font name, which is enough to:
   clearly taller than body text; heading levels follow the heading's height (taller is
   outer), bold body-height headings being innermost;
 - drop running headers and footers: lines near the top or bottom edge whose text (digits
-  ignored) repeats on many pages.
+  ignored) repeats on many pages;
+- join lines into paragraphs by the document's own line spacing: a double-spaced protocol
+  puts a full line height between the lines of one paragraph, so a fixed gap would make every
+  line a paragraph of its own (and every line break a sentence break downstream);
+- repair punctuation that a font's Mac Roman encoding turned into Latin-1 letters
+  ("Òhappy.Ó" is “happy.”, "donÕt" is don’t).
 
 Everything here is plain Python over :class:`Word` tuples, so it is tested without PDFs.
 """
@@ -33,6 +38,10 @@ _GLUE_BACKWARD = {"%", ")", "%)"}
 _NUMBERING = re.compile(
     r"^((item|part|note|section|chapter|appendix)\s+)?[\dIVXLC]+[A-Z]?(\.\d+)*\.?$", re.IGNORECASE
 )
+_MAC_ROMAN_HINT = re.compile("[ÐÑÒÓÔÕ]")
+_MAC_ROMAN_DOUBLE = re.compile(r"Ò([^ÒÓ\n]{1,200}?)Ó")
+_MAC_ROMAN_APOSTROPHE = re.compile(r"(?<=[A-Za-z])[ÕÔ](?=[A-Za-z]|\b)")
+_MAC_ROMAN_DASH = re.compile(r"(?<=[\s\d])[ÐÑ](?=[\s\d])")
 _BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
 
 HEADING_MAX_WORDS = 14
@@ -111,7 +120,7 @@ def _make_line(words: list[Word], page: int) -> Line:
         top=min(w.top for w in words),
         bottom=max(w.bottom for w in words),
         height=height,
-        segments=_glue_symbols([" ".join(s) for s in segments]),
+        segments=_glue_symbols([repair_mac_roman_quotes(" ".join(s)) for s in segments]),
         bold_fraction=bold_chars / chars if chars else 0.0,
     )
 
@@ -225,6 +234,9 @@ def lines_to_blocks(lines: list[Line]) -> list[Block]:
     styles = {i: _heading_style(ln, body) for i, ln in enumerate(lines)}
     in_table = _table_rows(lines)
     levels = _heading_levels({s for i, s in styles.items() if s and not in_table[i]})
+    new_paragraph_gap = _paragraph_gap(
+        lines, [not in_table[i] and styles[i] is None for i in range(len(lines))]
+    )
 
     blocks: list[Block] = []
     paragraph: list[Line] = []
@@ -267,13 +279,41 @@ def lines_to_blocks(lines: list[Line]) -> list[Block]:
             if table:
                 flush()
             if paragraph and (
-                line.page != paragraph[-1].page or line.top - paragraph[-1].bottom > 0.9 * line.height
+                line.page != paragraph[-1].page
+                or line.top - paragraph[-1].bottom > new_paragraph_gap * line.height
             ):
                 flush()
             paragraph.append(line)
         previous = line
     flush()
     return blocks
+
+
+def _paragraph_gap(lines: list[Line], is_body: list[bool]) -> float:
+    """The gap between two body lines, in line heights, above which the second starts a paragraph.
+
+    0.9 for single-spaced text; for wider spacing, half a line more than the document's usual
+    gap between consecutive body lines (most of which are inside paragraphs).
+    """
+    gaps = [
+        (b.top - a.bottom) / b.height
+        for a, b, body_a, body_b in zip(lines, lines[1:], is_body, is_body[1:])
+        if body_a and body_b and a.page == b.page and b.height > 0 and 0 <= b.top - a.bottom < 3 * b.height
+    ]
+    return max(0.9, median(gaps) + 0.5) if gaps else 0.9
+
+
+def repair_mac_roman_quotes(text: str) -> str:
+    """``text`` with quotes and dashes that a Mac Roman font decoded as Latin-1 put back.
+
+    Only in the places where the letter cannot be meant: Ò…Ó around a word or phrase, Õ or Ô
+    between letters (an apostrophe), Ð or Ñ standing alone between spaces or digits (a dash).
+    """
+    if not _MAC_ROMAN_HINT.search(text):
+        return text
+    text = _MAC_ROMAN_DOUBLE.sub(lambda m: f"\u201c{m.group(1)}\u201d", text)
+    text = _MAC_ROMAN_APOSTROPHE.sub("\u2019", text)
+    return _MAC_ROMAN_DASH.sub(lambda m: "\u2013" if m.group() == "Ð" else "\u2014", text)
 
 
 def _heading_levels(styles: set[tuple[float, bool]]) -> dict[tuple[float, bool], int]:

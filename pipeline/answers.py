@@ -14,7 +14,7 @@ from urllib.parse import quote
 from pipeline.streaming import AnswerToken
 from pipeline.types import place_label
 
-Outcome = Literal["answered", "no_documents", "unverified", "llm_unavailable"]
+Outcome = Literal["answered", "not_in_documents", "no_documents", "unverified", "llm_unavailable"]
 StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
 TokenSink = Callable[[AnswerToken], Awaitable[None]]  # the answer's text, as the LLM writes it
 

@@ -95,6 +95,7 @@ class EvidenceConfig:
     figure_weight: float = 0.3
     mention_weight: float = 0.5
     mention_sentences: int = 30
+    document_floor: float = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +196,7 @@ def find_evidence(
     # One normalisation over every candidate, so that a score means the same in each document.
     unit_scale = _Scale([f.unit_bm25 for f in found], [f.unit_dense for f in found])
     chunk_scale = _Scale([f.chunk_bm25 for f in found], [f.chunk_dense for f in found])
-    scored: list[ScoredUnit] = []
+    fused_of: dict[str, np.ndarray] = {}
     for f in found:
         unit_score = unit_scale.fuse(f.unit_bm25, f.unit_dense, config.dense_weight)
         chunk_score = chunk_scale.fuse(f.chunk_bm25, f.chunk_dense, config.dense_weight)
@@ -210,6 +211,12 @@ def find_evidence(
             fused = fused + config.figure_weight * np.array([states_figures(u.text) for u in f.units])
         if config.mention_weight:
             fused = pull_mentioned_rows(f.units, fused, config.mention_weight, config.mention_sentences)
+        fused_of[f.doc_id] = fused
+    if scope.documents is None:
+        found = [f for f in found if f.doc_id in strong_documents(fused_of, config.document_floor)]
+    scored: list[ScoredUnit] = []
+    for f in found:
+        fused = fused_of[f.doc_id]
         if config.table_weight and len(found) == 1:
             fused = pull_table_rows(f.units, fused, config.table_weight)
         rank = documents.index(f.doc_id)
@@ -224,7 +231,25 @@ def find_evidence(
             if len(seen) >= config.candidates_per_document:
                 break
     scored.sort(key=lambda s: -s.score)
-    return EvidenceSearch(scored, documents, scope.spread, _trace(started, documents, len(scored), contents))
+    kept = [f.doc_id for f in found]
+    trace = _trace(started, documents, len(scored), contents)
+    if len(kept) < len(documents):
+        trace["weaker_documents_left_out"] = [d for d in documents if d not in kept and d in fused_of]
+    return EvidenceSearch(scored, documents, scope.spread, trace)
+
+
+def strong_documents(fused_of: dict[str, np.ndarray], floor: float) -> set[str]:
+    """The documents whose best unit scores at least ``floor`` times the best document's best.
+
+    Depth before breadth: when the question names no document, the documents of the best
+    retrieved chunks are searched, but one whose best evidence is clearly weaker than the
+    best document's (an annual report's budget tables beside the accident report that was
+    asked about) would only take room from the best document's further sentences, list
+    items and rows. Two documents that answer a question together score alike.
+    """
+    best = {doc: float(scores.max()) for doc, scores in fused_of.items() if len(scores)}
+    top = max(best.values(), default=0.0)
+    return {doc for doc, score in best.items() if score >= floor * top}
 
 
 def pull_table_rows(units: Sequence[EvidenceUnit], scores: np.ndarray, weight: float) -> np.ndarray:

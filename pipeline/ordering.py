@@ -27,7 +27,15 @@ CONTEXT_ORDERS: tuple[str, ...] = ("score", "document", "pingpong", "cluster")
 
 T = TypeVar("T")
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9$])")
+# A full stop that ends no sentence: an abbreviation ("U.S.C.", "e.g.", "et al.", "No."), an
+# initial ("A.V.L."), or a list marker standing alone ("Findings 1." before its item).
+_NOT_AN_END = re.compile(
+    r"(?:\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.|\b(?:e\.g|i\.e|et al|etc|vs|No|Nos|Inc|Co|Corp|Ltd|Dr|Mr|Mrs|Ms|"
+    r"Prof|Fig|Figs|Sec|Art|Vol|approx|cf|viz|St|Jr|Sr)\.|(?:^|\s)\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)])$",
+    re.IGNORECASE,
+)
+_INLINE_MARKER = re.compile(r"(?:(?<=\s)|^)(\d{1,2})[.)]\s+(?=\S)")
 _WORD = re.compile(r"\w+")
 
 
@@ -54,8 +62,50 @@ def split_sentences(text: str) -> list[str]:
         if block.startswith("|"):
             sentences.append(block)
         else:
-            sentences.extend(s.strip() for s in _SENTENCE_END.split(block) if s.strip())
+            for item in _list_items(block):
+                sentences.extend(_sentences_of(item))
     return sentences
+
+
+def _sentences_of(text: str) -> list[str]:
+    """``text`` cut at sentence ends, not after abbreviations, initials or list markers."""
+    pieces: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        before = text[start : match.start()]
+        if _NOT_AN_END.search(before):
+            continue
+        pieces.append(before.strip())
+        start = match.end()
+    pieces.append(text[start:].strip())
+    return [p for p in pieces if p]
+
+
+def _list_items(block: str) -> list[str]:
+    """A paragraph holding a numbered list inline ("Findings 1. OBJECT - TREE(S) 2. (C) ...") cut
+    before each item, so each item is a unit of its own; any other paragraph whole.
+
+    Only markers numbered 1, 2, 3, ... in order count, so "Item 2." or "Note 4." in running
+    text never starts an item.
+    """
+    cuts: list[int] = []
+    expected = 1
+    for match in _INLINE_MARKER.finditer(block):
+        if int(match.group(1)) == expected:
+            cuts.append(match.start())
+            expected += 1
+    if len(cuts) < 2:
+        return [block]
+    bounds = [0, *cuts, len(block)]
+    return [block[a:b].strip() for a, b in zip(bounds, bounds[1:]) if block[a:b].strip()]
+
+
+def is_list_item(text: str) -> bool:
+    """Whether ``text`` is one item of a list ("1. ...", "- ...", "(c) ...")."""
+    return bool(_LIST_ITEM.match(text))
+
+
+_LIST_ITEM = re.compile(r"^(?:[-•▪◦*]\s|\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)]\s)", re.IGNORECASE)
 
 
 def jaccard(a: str, b: str) -> float:

@@ -88,8 +88,10 @@ def choose_quotes(
     passages: Sequence[Passage],
     cited: Collection[int],
     limit: int = MAX_QUOTES,
+    strongest_slots: int = STRONGEST_EVIDENCE_SLOTS,
 ) -> list[QuoteCandidate]:
-    """Up to ``limit`` units that carry ``answer``; see the module docstring."""
+    """Up to ``limit`` units that carry ``answer``, ``strongest_slots`` of them kept for the
+    strongest evidence; see the module docstring."""
     candidates = quote_candidates(passages)
     if not candidates:
         return []
@@ -113,7 +115,7 @@ def choose_quotes(
     best_of_passage: dict[int, QuoteCandidate] = {}
     for candidate, _, _ in relevant:  # each cited passage's best unit first
         best_of_passage.setdefault(candidate.n, candidate)
-    answer_limit = max(1, limit - STRONGEST_EVIDENCE_SLOTS)
+    answer_limit = max(1, limit - strongest_slots)
     chosen = list(best_of_passage.values())[:answer_limit]
     for candidate, _, _ in relevant:
         if len(chosen) >= answer_limit:

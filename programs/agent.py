@@ -33,7 +33,7 @@ import asyncio
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +42,8 @@ import dspy
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink, citation_link
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import LLMUnavailableError
+from pipeline.extractive import ComposedAnswer, compose_answer, quoted_evidence
 from pipeline.figure_citations import cite_figure_sources
-from pipeline.figures import unstated_figures, written_forms
 from pipeline.quotes import choose_quotes
 from pipeline.streaming import AnswerToken, StreamedField
 from pipeline.text import analyze
@@ -53,10 +53,9 @@ from programs.signatures import Generate, Supported, Transform, Understand, Usef
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
 
 NO_DOCUMENTS = "I could not find anything in the documents that answers this question."
-UNVERIFIED = (
-    "I could not produce an answer that the documents clearly support. These are the most relevant "
-    "sources I found:"
-)
+UNVERIFIED = "I could not verify a short answer. What the documents say that comes closest:"
+MAX_FAILED_ANSWERS = 2  # drafts whose checks failed before the best evidence is quoted instead
+EVIDENCE_PREVIEW = 3  # units shown as soon as the evidence is found
 LLM_UNAVAILABLE = (
     "The language model is not available right now, so I cannot write an answer. These sources look relevant:"
 )
@@ -156,12 +155,18 @@ def citations_for(
 
 
 def quotes_for(
-    passages: Sequence[Passage], answer: str | None = None, url_prefixes: Mapping[str, str] = {}
+    passages: Sequence[Passage],
+    answer: str | None = None,
+    url_prefixes: Mapping[str, str] = {},
+    already_quoted: Collection[str] = (),
 ) -> list[Quote]:
-    """The evidence to quote under an answer (the closest evidence when there is no answer)."""
+    """The evidence to quote under an answer (the closest evidence when there is no answer),
+    without the units the answer's text quotes already."""
     cited = cited_numbers(answer, len(passages)) if answer is not None else set()
     quotes = []
     for candidate in choose_quotes(answer, passages, cited):
+        if candidate.text in already_quoted:
+            continue
         chunk = passages[candidate.n - 1].chunk
         pages = (candidate.page, candidate.page) if candidate.page else chunk.pages
         quotes.append(
@@ -341,7 +346,12 @@ class _Run:
             await relaying
 
     def result(
-        self, text: str, outcome: Outcome, passages: Sequence[Passage], answer: str | None = None
+        self,
+        text: str,
+        outcome: Outcome,
+        passages: Sequence[Passage],
+        answer: str | None = None,
+        already_quoted: Collection[str] = (),
     ) -> AgentAnswer:
         """The answer with the citations and quoted evidence of ``passages`` (those ``answer`` cites)."""
         prefixes = self.agent.url_prefixes
@@ -353,9 +363,20 @@ class _Run:
             self.question,
             self.domain,
             self.trace,
-            quotes_for(passages, answer, prefixes),
+            quotes_for(passages, answer, prefixes, already_quoted),
             [f"{p.label()}\n{p.text}" for p in passages],
         )
+
+    async def composed_result(
+        self, composed: ComposedAnswer, outcome: Outcome, passages: Sequence[Passage]
+    ) -> AgentAnswer:
+        """The composed answer as the result; a streaming door gets it as the last draft, which
+        replaces the model's own text shown while it was written."""
+        if self.on_token is not None and self.drafts:
+            self.drafts += 1
+            await self.on_token(AnswerToken(composed.text, composed.text, self.drafts))
+        quoted = {q.text for q in composed.quotes}
+        return self.result(composed.text, outcome, passages, composed.text, quoted)
 
     async def answer(
         self, message: str, history: Sequence[tuple[str, str]], sparse_available: bool
@@ -377,27 +398,69 @@ class _Run:
             rewrites += 1
             passages = await self._retrieve_and_grade(queries, "hybrid")
 
+        await self._show_evidence(passages)
         sparse_tried = not sparse_available
         generated: set[frozenset[str]] = set()
+        failed = 0
         while True:
             attempt = frozenset(piece.key for p in passages for piece in p.pieces)
             if attempt in generated:  # temperature 0: the same passages would give the same answer
                 await self.step("generate_skipped", reason="these passages were already tried")
             else:
                 generated.add(attempt)
-                answer = await self._cite_figure_sources(await self._generate(passages), passages)
-                if await self._checks(answer, passages):
-                    return self.result(answer, "answered", passages, answer)
+                reply = await self._cite_figure_sources(await self._generate(passages), passages)
+                composed = await self._compose(reply, passages)
+                if composed.kind == "not_in_documents":
+                    return await self.composed_result(composed, "not_in_documents", passages)
+                if composed.kind == "answer" and await self._checks(composed, passages):
+                    return await self.composed_result(composed, "answered", passages)
+                failed += 1
+                if failed >= MAX_FAILED_ANSWERS:
+                    break
             if not sparse_tried:
                 sparse_tried = True
                 passages = await self._add_sparse(passages)
                 continue
             if rewrites >= limits.max_rewrites:
-                return self.result(UNVERIFIED, "unverified", self.best)
+                break
             rewrites += 1
             problem = "the answer was not supported by the passages or did not answer the question"
             retried = await self._retrieve_and_grade([await self._transform(problem)], "hybrid")
             passages = retried or passages
+        best = self.best or passages
+        closest = quoted_evidence(self.question, best, UNVERIFIED)
+        await self.step("quote_evidence", reason=f"{failed} draft(s) failed the checks")
+        return await self.composed_result(closest, "unverified", best)
+
+    async def _show_evidence(self, passages: list[Passage]) -> None:
+        """The strongest evidence, as soon as it is found (before the LLM has read its prompt):
+        every door shows it while the answer is written, so the user reads the documents' words
+        within a second or two; the answer replaces it when ready."""
+        quotes = quotes_for(passages, self.question, self.agent.url_prefixes)[:EVIDENCE_PREVIEW]
+        await self.step(
+            "evidence",
+            quotes=[
+                {"n": q.n, "text": q.readable(), "source": q.source, "pages": list(q.pages), "link": q.link}
+                for q in quotes
+            ],
+        )
+
+    async def _compose(self, reply: str, passages: list[Passage]) -> ComposedAnswer:
+        """The extractive-first answer (:mod:`pipeline.extractive`), its making in the trace."""
+        composed = compose_answer(
+            self.question, reply, passages, check_figures=self.agent.limits.figure_check
+        )
+        await self.step(
+            "compose",
+            kind=composed.kind,
+            kept=composed.kept,
+            quoted=[q.n for q in composed.quotes],
+            dropped=[
+                {"sentence": d.sentence, "reason": d.reason, "detail": list(d.detail)}
+                for d in composed.dropped
+            ],
+        )
+        return composed
 
     async def _generate(self, passages: list[Passage]) -> str:
         inputs = {
@@ -509,30 +572,29 @@ class _Run:
         )
         return kept
 
-    async def _checks(self, answer: str, passages: list[Passage]) -> bool:
-        """Both checks. One after the other, ``useful`` skipped when ``supported`` failed (the retry is
-        the same), on a CPU model; at once on a server LLM (``concurrent_checks``), where the wall
-        time of one call matters more than a call that may go unused.
+    async def _checks(self, composed: ComposedAnswer, passages: list[Passage]) -> bool:
+        """The grounding and usefulness checks of a composed answer.
 
-        ``supported`` first needs every figure of the answer stated by the passages it cites
-        (``figure_check``; without an LLM call: a computed, rounded or invented figure cannot be
-        traced to the documents). Then the LLM is asked, as the next turn of the generate call's conversation:
-        the evidence is already in the server's prompt cache, and the check names the passages
-        the answer cites.
+        Code has checked it already (:mod:`pipeline.extractive`): each figure and name stated by
+        the evidence it cites, no "yes" against a negation, something said that the question did
+        not. The LLM is then asked whether the reply is supported, as the next turn of the
+        generate call's conversation (the evidence is in the server's prompt cache); when code
+        dropped sentences, the reply that conversation holds is no longer the answer, and the
+        code's verdict stands. Usefulness is the code's verdict; on a server LLM
+        (``concurrent_checks``) the LLM is asked too, at the same time as the grounding check.
         """
         assert self.generated is not None, "the checks follow a generate call"
         numbers = {p.chunk.chunk_id: n for n, p in enumerate(passages, start=1)}
-        cited = cited_passages(passages, answer)
-        evidence = "\n".join(_evidence_text(p) for p in cited)
-        unstated = unstated_figures(answer, evidence) if self.agent.limits.figure_check else set()
-        if unstated:
-            self.verdicts = {"supported": "no", "useful": None}
-            written = written_forms(answer, unstated)  # as the answer writes them, in its order
-            await self.step("supported", verdict="no", passages=len(cited), unstated_figures=written)
-            return False
+        cited = cited_passages(passages, composed.kept)
+        if composed.dropped:
+            self.verdicts = {"supported": "code", "useful": "code"}
+            await self.step("supported", verdict="code", passages=len(cited), dropped=len(composed.dropped))
+            self.best = passages
+            return True
         supported_inputs = {"cited": ", ".join(f"[{numbers[p.chunk.chunk_id]}]" for p in cited)}
-        useful_inputs = {"question": self.question, "answer": answer}
+        useful = "code"
         if self.agent.limits.concurrent_checks:
+            useful_inputs = {"question": self.question, "answer": composed.kept}
             replies = await asyncio.gather(
                 self._ask(self.agent.supported, None, supported_inputs, continues=self.generated),
                 self._ask(self.agent.useful, None, useful_inputs),
@@ -544,23 +606,17 @@ class _Run:
             (supported_reply, supported_tokens), (useful_reply, useful_tokens) = replies  # type: ignore[misc]
             self.llm_calls += [("supported", supported_tokens), ("useful", useful_tokens)]
             supported, useful = supported_reply.supported, useful_reply.useful
-            self.verdicts = {"supported": supported, "useful": useful}
-            await self.step("supported", verdict=supported, passages=len(cited))
-            await self.step("useful", verdict=useful)
         else:
             supported = (
                 await self.call(
                     "supported", self.agent.supported, continues=self.generated, **supported_inputs
                 )
             ).supported
-            self.verdicts = {"supported": supported, "useful": None}
-            await self.step("supported", verdict=supported, passages=len(cited))
-            if supported != "yes":
-                return False
-            useful = (await self.call("useful", self.agent.useful, **useful_inputs)).useful
-            self.verdicts["useful"] = useful
+        self.verdicts = {"supported": supported, "useful": useful}
+        await self.step("supported", verdict=supported, passages=len(cited))
+        if supported == "yes" or self.agent.limits.concurrent_checks:
             await self.step("useful", verdict=useful)
-        if supported == "yes" and useful == "yes":
+        if supported == "yes" and useful in ("yes", "code"):
             self.best = passages
             return True
         return False

@@ -76,15 +76,17 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
         },
         {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "yes"},
-        {"useful": "yes"},
     )
     retriever = ScriptedRetriever(HITS)
     result, events = run(agent, model, retriever)
-    assert len(model.history) == 4, "understand, generate, supported, useful: four LLM calls"
+    assert len(model.history) == 3, "understand, generate, supported: three LLM calls (usefulness by code)"
     assert result.question == "How often is the cryostat warmed up?"
-    assert result.outcome == "answered" and result.answer == "Every six months [1]."
+    assert result.outcome == "answered"
+    assert result.answer == "Every six months [1].\n\n“The cryostat is warmed up every six months.” [1]", (
+        "the model's checked sentence, then the document's own words, placed by code"
+    )
     assert [c.passage_id for c in result.citations] == ["doc-0001"] and result.citations[0].pages == (1, 1)
-    assert result.verdicts == {"supported": "yes", "useful": "yes"} and result.domain == "alma"
+    assert result.verdicts == {"supported": "yes", "useful": "code"} and result.domain == "alma"
     assert retriever.calls == [
         (["How often is the cryostat warmed up?", "cryostat warm-up interval"], "alma", "hybrid")
     ]
@@ -93,10 +95,15 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
         "review_query",
         "retrieve",
         "grade_documents",
+        "evidence",
         "generate",
+        "compose",
         "supported",
         "useful",
     ]
+    shown = result.trace[events.index("evidence")]["quotes"]
+    assert shown[0]["text"] == "The cryostat is warmed up every six months." and shown[0]["n"] == 1
+    assert "llm_call" not in result.trace[events.index("evidence")], "the evidence is shown before any answer"
     assert [e["step"] for e in result.trace] == events
 
 
@@ -105,11 +112,10 @@ def test_a_first_question_skips_understanding_when_no_domain_weighs_collections(
     model = lm(
         {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "yes"},
-        {"useful": "yes"},
     )
     retriever = ScriptedRetriever(HITS)
     result, events = run(agent, model, retriever)
-    assert len(model.history) == 3, "generate, supported, useful: three LLM calls"
+    assert len(model.history) == 2, "generate, supported: two LLM calls"
     assert result.outcome == "answered" and result.domain is None
     assert retriever.calls == [(["How often is the cryostat warmed up?"], None, "hybrid")]
     assert events[0] == "understand_skipped" and "classify_query" not in events
@@ -124,7 +130,6 @@ FOLLOW_UP = (
     },
     {"answer": "Every six months [1].", "sources": [1]},
     {"supported": "yes"},
-    {"useful": "yes"},
 )
 
 
@@ -133,7 +138,7 @@ def test_a_follow_up_is_condensed_even_when_first_questions_skip_understanding()
     model = lm(*FOLLOW_UP)
     result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
     assert result.question == "How often is the ALMA cryostat warmed up?"
-    assert events[:2] == ["condense", "classify_query"] and len(model.history) == 4
+    assert events[:2] == ["condense", "classify_query"] and len(model.history) == 3
 
 
 def test_history_is_condensed_first():
@@ -173,25 +178,23 @@ def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
     agent = AnswerAgent(DOMAINS)
     model = lm(
         understood("cryostat"),
-        {"answer": "Every year [1].", "sources": [1]},
+        {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "no"},
         {"answer": "Every six months [1]; the cold head was replaced in 2019 [2].", "sources": [2]},
         {"supported": "yes"},
-        {"useful": "yes"},
     )
     retriever = ScriptedRetriever(HITS, SPARSE)
     result, events = run(agent, model, retriever)
     assert result.outcome == "answered"
     assert retriever.calls[1] == (["How often is the cryostat warmed up?"], "alma", "sparse")
     assert "sparse_fallback" in events and events.count("generate") == 2
-    assert events.count("useful") == 1, "useful is not asked once supported has failed"
+    assert events.count("useful") == 1, "useful is not reported once supported has failed"
     assert [e["llm_call"] for e in result.trace if "llm_call" in e] == [
         "understand",
         "generate",
         "supported",
         "generate",
         "supported",
-        "useful",
     ], "the sparse fallback retrieves without the LLM"
     assert [c.passage_id for c in result.citations] == ["doc-0001", "doc-0007"]
 
@@ -203,7 +206,6 @@ def test_the_grounding_check_continues_the_generate_conversation_and_names_the_c
         understood("compressor"),
         {"answer": "The compressor is serviced yearly [2].", "sources": [2]},
         {"supported": "yes"},
-        {"useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(hits))
     generate, check = model.history[1]["messages"], model.history[2]["messages"]
@@ -222,21 +224,22 @@ def test_the_grounding_check_continues_the_generate_conversation_and_names_the_c
     }
 
 
-def test_an_answer_whose_figure_its_cited_passage_does_not_state_fails_without_an_llm_check():
+def test_a_sentence_whose_figure_its_cited_passage_does_not_state_is_dropped_without_an_llm_check():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0))
     model = lm(
         understood("cryostat"),
         {"answer": "Every 18 months [1].", "sources": [1]},  # the passage says every six months
         {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "yes"},
-        {"useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(HITS, SPARSE))
-    first_check = next(e for e in result.trace if e["step"] == "supported")
-    assert first_check["verdict"] == "no" and first_check["unstated_figures"] == ["18"]
-    assert "llm_call" not in first_check, "no LLM call for a figure the evidence does not state"
-    assert result.outcome == "answered" and result.answer == "Every six months [1]."
-    assert len(model.history) == 5, "understand, generate, generate again, supported, useful"
+    first = next(e for e in result.trace if e["step"] == "compose")
+    assert first["kind"] == "quotes" and first["kept"] == ""
+    assert first["dropped"] == [{"sentence": "Every 18 months [1].", "reason": "figure", "detail": ["18"]}]
+    assert "llm_call" not in first or first["llm_call"] == "generate", "no LLM check for an unstated figure"
+    assert result.outcome == "answered" and result.answer.startswith("Every six months [1].\n")
+    assert "18" not in result.answer
+    assert len(model.history) == 4, "understand, generate, generate again, supported"
 
 
 def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_passes_in_three_calls():
@@ -246,17 +249,18 @@ def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_passes_in_
         understood("cold head"),
         {"answer": "The cold head is replaced every 18 months [1].", "sources": [1]},
         {"supported": "yes"},
-        {"useful": "yes"},
     )
     result, events = run(agent, model, ScriptedRetriever(hits))
-    assert result.answer == "The cold head is replaced every 18 months [1][2]."
+    assert result.answer.startswith("The cold head is replaced every 18 months [1][2].\n")
     assert [c.n for c in result.citations] == [1, 2]
-    assert any("18 months" in q.text for q in result.evidence), "the passage that states it is quoted"
+    assert "“The cold head is replaced every 18 months.” [2]" in result.answer, (
+        "the unit that states it is quoted"
+    )
     cited = next(e for e in result.trace if e["step"] == "cite_figures")
     assert cited["added"] == [{"figure": "18", "passage": 2}]
     assert events.index("cite_figures") < events.index("supported")
     assert "[[ ## cited ## ]]\n[1], [2]\n" in model.history[2]["messages"][-1]["content"]
-    assert result.outcome == "answered" and len(model.history) == 4, "understand, generate, supported, useful"
+    assert result.outcome == "answered" and len(model.history) == 3, "understand, generate, supported"
 
 
 def test_without_the_figure_check_the_llm_alone_judges_an_unstated_figure():
@@ -265,12 +269,11 @@ def test_without_the_figure_check_the_llm_alone_judges_an_unstated_figure():
         understood("cryostat"),
         {"answer": "Every 18 months [1].", "sources": [1]},
         {"supported": "yes"},
-        {"useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(HITS))
     check = next(e for e in result.trace if e["step"] == "supported")
-    assert check["llm_call"] == "supported" and "unstated_figures" not in check
-    assert result.outcome == "answered" and result.answer == "Every 18 months [1]."
+    assert check["llm_call"] == "supported"
+    assert result.outcome == "answered" and result.answer.startswith("Every 18 months [1].\n")
 
 
 def test_a_continued_call_never_falls_back_to_an_adapter_that_drops_the_earlier_turns():
@@ -286,30 +289,31 @@ def test_a_continued_call_never_falls_back_to_an_adapter_that_drops_the_earlier_
     assert messages[:2] == list(earlier.messages) and "[[ ## cited ## ]]\n[1]" in messages[2]["content"]
 
 
-def test_useless_twice_gives_an_error_answer_that_lists_the_sources():
+def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an_llm_check():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
     model = lm(
         understood("cryostat"),
-        {"answer": "The cryostat exists [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "no"},
+        {"answer": "Yes, the cryostat is warmed up [1].", "sources": [1]},  # nothing the question did not say
         {"rewritten": "cryostat warm-up frequency"},
         {"answer": "It is warmed [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"useful": "no"},
     )
     retriever = ScriptedRetriever(HITS, [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7)])
     result, events = run(agent, model, retriever, sparse_available=False)
-    assert result.outcome == "unverified" and result.answer == UNVERIFIED
+    assert result.outcome == "unverified"
+    assert result.answer == f"{UNVERIFIED}\n“The cryostat is warmed up every six months.” [1]"
     assert [c.passage_id for c in result.citations] == ["doc-0001"]
-    assert events.count("useful") == 2 and "sparse_fallback" not in events
+    reasons = [d["reason"] for e in result.trace if e["step"] == "compose" for d in e["dropped"]]
+    assert reasons == ["says_nothing", "says_nothing"] and "supported" not in events
+    assert len(model.history) == 4, (
+        "understand, generate, transform, generate: no LLM check of a vague answer"
+    )
 
 
 def test_the_same_passages_are_not_generated_from_twice():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
     model = lm(
         understood("cryostat"),
-        {"answer": "Every year [1].", "sources": [1]},
+        {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "no"},
         {"rewritten": "cryostat warm-up interval"},
     )
@@ -328,24 +332,30 @@ def sparse_retry(agent, sparse_hits):
     full = [SearchHit(chunk(n, f"Passage {n} about the cryostat."), 1.0 - n / 10) for n in range(1, 5)]
     model = lm(
         understood("cryostat"),
-        {"answer": "Every year [1].", "sources": [1]},
+        {"answer": "Passage 1 is about the cryostat [1].", "sources": [1]},
         {"supported": "no"},
         {"answer": "The cold head was replaced in 2019 [5].", "sources": [5]},
         {"supported": "yes"},
-        {"useful": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(full, sparse_hits))
     generate_prompts = [
-        h["messages"][-1]["content"] for h in model.history if "[[ ## passages ## ]]" in h["messages"][-1]["content"]
+        h["messages"][-1]["content"]
+        for h in model.history
+        if "[[ ## passages ## ]]" in h["messages"][-1]["content"]
     ]
-    return result, [p.split("[[ ## passages ## ]]")[1].split("[[ ## glossary ## ]]")[0] for p in generate_prompts]
+    return result, [
+        p.split("[[ ## passages ## ]]")[1].split("[[ ## glossary ## ]]")[0] for p in generate_prompts
+    ]
 
 
 def test_sparse_passages_are_appended_so_the_new_prompt_starts_with_the_last():
     agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4))
     result, (first, second) = sparse_retry(agent, SPARSE)
-    assert result.outcome == "answered"
-    assert [c.passage_id for c in result.citations] == ["doc-0007"]
+    assert result.outcome == "answered" and result.answer.startswith(
+        "The cold head was replaced in 2019 [5]."
+    )
+    assert "“The cold head was replaced in 2019.” [5]" in result.answer
+    assert "doc-0007" in [c.passage_id for c in result.citations]
     assert [e for e in result.trace if e["step"] == "generate"][1]["passages"] == 5
     assert second.startswith(first.rstrip()), "the LLM server resumes the second prompt from its cache"
     assert "[5] Manual 7 — Setup, p. 7\nThe cold head was replaced in 2019." in second

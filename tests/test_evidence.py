@@ -430,3 +430,74 @@ def test_hits_outside_the_needed_documents_do_not_add_documents():
     hits = [SearchHit(index.chunks["q1-0000"], 0.9), SearchHit(index.chunks["q2-0000"], 0.5)]
     search = find_evidence(index, index.vector, ["sales"], hits, DocumentScope())
     assert search.documents == ["q1", "q2"] and not search.spread
+
+
+def test_an_inline_numbered_list_gives_one_unit_per_item_however_short():
+    """An accident report's "Findings 1. OBJECT - TREE(S) 2. (C) ..." was cut after "1." and its
+    two-word item dropped as too short; a statute cited as "49 U.S.C." ended a sentence."""
+    document = ParsedDocument(
+        "Accident report",
+        (
+            Block("heading", "Findings", 1, 1),
+            Block("text", "Findings 1. OBJECT - TREE(S) 2. (C) ALTITUDE/CLEARANCE - MISJUDGED - PILOT", 1),
+            Block(
+                "text",
+                "The Act, as codified at 49 U.S.C. Section 1154(b), precludes its use. It is final.",
+                1,
+            ),
+        ),
+        page_count=1,
+    )
+    _, units = _units(document, "ntsb")
+    assert [u.text for u in units] == [
+        "1. OBJECT - TREE(S)",
+        "2. (C) ALTITUDE/CLEARANCE - MISJUDGED - PILOT",
+        "The Act, as codified at 49 U.S.C. Section 1154(b), precludes its use.",
+        "It is final.",
+    ]
+
+
+def test_a_question_naming_no_document_goes_deep_in_the_best_one_before_a_weaker_one():
+    """Depth before breadth: a document whose best evidence is far weaker than the best
+    document's is left out, so the room goes to the best document's further units."""
+    index = FakeEvidenceIndex(
+        {
+            "manual": ParsedDocument(
+                "Cryostat manual",
+                (
+                    Block("heading", "Cooling the cryostat", 1, 1),
+                    Block(
+                        "text",
+                        "Cooling the cryostat takes four hours. Close the cryostat valve before cooling. "
+                        "Check the cryostat pressure after cooling.",
+                        1,
+                    ),
+                ),
+                page_count=1,
+            ),
+            "report": ParsedDocument(
+                "Annual report",
+                (
+                    Block("heading", "Budget", 1, 1),
+                    Block("text", "The budget grew. Staff cooling costs rose.", 1),
+                ),
+                page_count=1,
+            ),
+        }
+    )
+    hits = [SearchHit(index.chunks["manual-0000"], 1.0), SearchHit(index.chunks["report-0000"], 0.5)]
+    open_question = DocumentScope()
+    search = find_evidence(
+        index, index.vector, ["How long does cooling the cryostat take?"], hits, open_question
+    )
+    assert {s.unit.doc_id for s in search.units} == {"manual"}
+    assert search.trace["weaker_documents_left_out"] == ["report"]
+    both = find_evidence(
+        index,
+        index.vector,
+        ["How long does cooling the cryostat take?"],
+        hits,
+        open_question,
+        EvidenceConfig(document_floor=0.0),
+    )
+    assert {s.unit.doc_id for s in both.units} == {"manual", "report"}

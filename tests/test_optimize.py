@@ -17,7 +17,6 @@ from pipeline.answers import AgentAnswer, Citation, Feedback
 from pipeline.errors import ConfigurationError, InvalidRequestError
 from programs.agent import AnswerAgent
 from programs.saved import load_program, save_program
-from server.evaluation.context import Question
 from server.evaluation.feedback_report import export_items, load_items
 from server.evaluation.optimize import (
     FeedbackExample,
@@ -28,6 +27,7 @@ from server.evaluation.optimize import (
     split_examples,
     why_not_save,
 )
+from server.evaluation.questions import Question
 from server.service import open_service
 from server.settings import load_settings
 from tests.conftest import REPO
@@ -57,7 +57,10 @@ def test_feedback_becomes_examples_with_references_and_rejected_answers():
         item("q5", 3),  # neither good nor bad
         item("q6", 1, answer="It was $9 million."),  # judged bad, but its gold answer is known
     ]
-    gold = [Question("q3", "3 *.pdf", "It was $1,234 million."), Question("q6", "6 *.pdf", "It was $6,000.")]
+    gold = [
+        Question("q3", ("3 *.pdf",), "It was $1,234 million."),
+        Question("q6", ("6 *.pdf",), "It was $6,000."),
+    ]
     examples = {e.question: e for e in feedback_examples(items, gold)}
     assert set(examples) == {"q1", "q2", "q3", "q6"}
     assert examples["q1"].positive and examples["q1"].reference_sources == ("file:///a.pdf",)

@@ -88,3 +88,30 @@ def test_a_numbered_heading_set_apart_by_a_tab_stop_is_a_heading():
     )
     blocks = lines_to_blocks(words_to_lines(words, page=1))
     assert blocks[0].kind == "heading" and blocks[0].text == "Item 2. Management's Discussion and Analysis"
+
+
+def test_double_spaced_lines_form_one_paragraph_and_a_wider_gap_still_breaks():
+    """A protocol typed double-spaced puts a full line between the lines of one paragraph: read
+    by a fixed gap, each line became a paragraph, and each line break a sentence break."""
+    first = [
+        "These scores are then aggregated to generate two summary scores: the",
+        "Physical Component Summary (PCS) and the Mental Component Summary",
+        "(MCS). Higher scores indicate better health-related quality of life.",
+    ]
+    second = [
+        "In the experimental group, peer support was calculated from the time",
+        "spent on relevant pages.",
+    ]
+    words = [w for i, text in enumerate(first) for w in row(100 + 16 * i, (50, text))]
+    words += [w for i, text in enumerate(second) for w in row(100 + 16 * 3 + 14 + 16 * i, (50, text))]
+    blocks = lines_to_blocks(words_to_lines(words, page=5))
+    assert [b.text for b in blocks] == [" ".join(first), " ".join(second)]
+
+
+def test_mac_roman_quotes_and_apostrophes_are_repaired_but_real_letters_kept():
+    words = row(100, (50, "Notifications prompt users to click ÒhappyÓ if they donÕt feel well. MÓNICA"))
+    (line,) = words_to_lines(words, page=1)
+    assert (
+        line.text
+        == "Notifications prompt users to click \u201chappy\u201d if they don\u2019t feel well. MÓNICA"
+    )

@@ -50,6 +50,9 @@ EXIT_PARTIAL = 3
 err = Console(stderr=True)
 
 
+DOCS_HELP = "the documents (default: the dataset's docs/, or the folder its README names)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="docfinder", description="Answers from your documentation, with citations."
@@ -179,6 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     context.add_argument("--dataset", type=Path, required=True, help="folder with docs/ and the question CSV")
     context.add_argument("--questions", default="qna_dev.csv", help="question CSV inside the dataset folder")
     context.add_argument(
+        "--docs",
+        type=Path,
+        help="the documents (default: the dataset's docs/ or the folder its README names)",
+    )
+    context.add_argument(
         "--budget", type=int, action="append", dest="budgets", help="token budget (repeatable)"
     )
     context.add_argument(
@@ -190,6 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     answers.add_argument("--dataset", type=Path, required=True, help="folder with docs/ and the question CSV")
     answers.add_argument("--questions", default="qna_dev.csv", help="question CSV inside the dataset folder")
+    answers.add_argument(
+        "--docs",
+        type=Path,
+        help="the documents (default: the dataset's docs/ or the folder its README names)",
+    )
     answers.add_argument("--limit", type=int, default=0, help="N questions spread evenly over the file")
     answers.add_argument("--answers", type=Path, help="judge the rows of an earlier run instead of answering")
     answers.add_argument("--judge-api-base", help="OpenAI-compatible judge endpoint (default: the LLM)")
@@ -396,6 +409,7 @@ def _eval_context(args: argparse.Namespace, settings: Settings) -> int:
             args.dataset,
             settings,
             questions_file=args.questions,
+            docs=args.docs,
             budgets=args.budgets or BUDGETS,
             cache_dir=args.cache,
             progress=progress,
@@ -422,6 +436,7 @@ def _eval_answers(args: argparse.Namespace, settings: Settings) -> int:
         args.dataset,
         settings,
         questions_file=args.questions,
+        docs=args.docs,
         limit=args.limit,
         answers_file=args.answers,
         judge_api_base=args.judge_api_base,
@@ -445,8 +460,8 @@ def _eval_answers(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _optimize(args: argparse.Namespace, settings: Settings) -> int:
-    from server.evaluation.context import load_questions
     from server.evaluation.optimize import optimize_program
+    from server.evaluation.questions import load_questions
     from server.models.llm import judge_lm_settings
     from server.service import open_service
 

@@ -21,7 +21,6 @@ or HTML report with charts and the worst answers.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import json
 import statistics
 import time
@@ -31,17 +30,30 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.answers import AgentAnswer, citation_link
-from pipeline.errors import ConfigurationError, InvalidRequestError
+from pipeline.errors import InvalidRequestError
 from pipeline.figures import figures, stated_figures
 from programs.judge import JUDGED_METRICS, AnswerJudge, JudgeCase, judgement_row
-from server.evaluation.context import Question, load_questions
+from server.evaluation.questions import (
+    Question,
+    corpus_name,
+    dataset_docs,
+    load_questions,
+    phrases_found,
+    says_not_answered,
+)
 from server.evaluation.report_format import read_jsonl
 from server.evaluation.retrieval import percentile
 from server.models.llm import judge_lm_settings, make_adapter, open_lm
 from server.service import open_service, run_ingest
 from server.settings import Settings
 
-DETERMINISTIC_METRICS = ("gold_figure_recall", "answer_text_figure_recall", "gold_document_cited")
+DETERMINISTIC_METRICS = (
+    "gold_figure_recall",
+    "answer_text_figure_recall",
+    "gold_document_cited",
+    "phrase_recall",
+    "answer_text_phrase_recall",
+)
 ALL_METRICS = (*JUDGED_METRICS, *DETERMINISTIC_METRICS)
 ANSWERED = "answered"
 
@@ -56,8 +68,9 @@ def evenly_spread(items: Sequence[Any], count: int) -> list[Any]:
 def gold_scores(
     question: Question, answer: str, quoted: Sequence[str], sources: Sequence[str]
 ) -> dict[str, Any]:
-    """The measures that need no judge: gold figures stated in the answer and its quotes, gold
-    documents among the cited ``sources`` (matched by the ``Source Docs`` file-name glob)."""
+    """The measures that need no judge: gold figures and must-have phrases in the answer text and
+    in it with its quotes, the gold documents among the cited ``sources``, and whether the answer
+    says the documents do not answer (right for an unanswerable question, wrong otherwise)."""
     gold = figures(question.answer)
     quoted_figures = set().union(*(figures(q) for q in quoted))
     in_text = stated_figures(gold, figures(answer))
@@ -69,7 +82,25 @@ def gold_scores(
         "figures_found": len(in_text | in_quotes),
         "gold_figure_recall": len(in_text | in_quotes) / len(gold) if gold else None,
         "answer_text_figure_recall": len(in_text) / len(gold) if gold else None,
-        "gold_document_cited": any(fnmatch.fnmatch(Path(s).name, question.gold_docs) for s in sources),
+        "gold_document_cited": question.gold_found(sources),
+        "answerable": question.answerable,
+        "refused": says_not_answered(answer),
+        **_phrase_scores(question.must_have, answer, quoted),
+    }
+
+
+def _phrase_scores(must_have: Sequence[str], answer: str, quoted: Sequence[str]) -> dict[str, Any]:
+    """Must-have phrases found in the answer text, and in it with its quoted evidence."""
+    if not must_have:
+        return {}
+    in_text = phrases_found(must_have, answer)
+    in_either = phrases_found(must_have, "\n".join([answer, *quoted]))
+    return {
+        "must_have": len(must_have),
+        "phrases_in_text": len(in_text),
+        "phrases_found": len(in_either),
+        "answer_text_phrase_recall": len(in_text) / len(must_have),
+        "phrase_recall": len(in_either) / len(must_have),
     }
 
 
@@ -185,6 +216,7 @@ def evaluate_answers(
     settings: Settings,
     *,
     questions_file: str = "qna_dev.csv",
+    docs: Path | None = None,
     limit: int = 0,
     answers_file: Path | None = None,
     judge_api_base: str | None = None,
@@ -205,16 +237,14 @@ def evaluate_answers(
     pending = evenly_spread(pending, limit)
     write = appender(rows_path)
     if answers_file is None:
-        docs = dataset_dir / "docs"
-        if not docs.is_dir():
-            raise ConfigurationError(f"{dataset_dir} has no docs/ folder")
+        docs = dataset_docs(dataset_dir, docs)
         settings = settings.model_copy(
             update={
-                "index_dir": cache_dir / f"{dataset_dir.name}-docs",
+                "index_dir": cache_dir / f"{corpus_name(docs)}-docs",
                 "conversations_path": cache_dir / "eval-conversations.sqlite3",
             }
         )
-        run_ingest(settings, [docs], collection=dataset_dir.name)
+        run_ingest(settings, [docs], collection=corpus_name(docs))
     rows = asyncio.run(_answer_and_judge(settings, pending, judge_api_base, judge_model, write, on_row))
     answerer = str(answers_file) if answers_file else settings.llm_api_base or "embedded"
     return {

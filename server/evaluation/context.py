@@ -30,8 +30,6 @@ The documents folder is indexed once and cached (an unchanged corpus is not rebu
 from __future__ import annotations
 
 import asyncio
-import csv
-import fnmatch
 import statistics
 import time
 from collections.abc import Sequence
@@ -41,24 +39,14 @@ from typing import Any
 
 from index_build.builder import IngestProgress, NoProgress
 from pipeline.context import ContextConfig
-from pipeline.errors import ConfigurationError
 from pipeline.figures import all_numbers, figures, stated_figures
+from server.evaluation.questions import Question, corpus_name, dataset_docs, load_questions, phrases_found
 from server.models.factories import context_config
 from server.service import open_service, run_ingest
 from server.settings import Settings
 
 BUDGETS = (1000, 2000, 4000)
 ALL_TYPES = "all"
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """One evaluation question with its gold document glob and gold answer."""
-
-    text: str
-    gold_docs: str
-    answer: str
-    kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,38 +67,26 @@ STRATEGIES = (
 )
 
 
-def load_questions(path: Path) -> list[Question]:
-    """Questions of a CSV with the columns ``Question``, ``Source Docs`` and ``Answer``."""
-    if not path.is_file():
-        raise ConfigurationError(f"question file {path} does not exist")
-    with open(path, encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    missing = {"Question", "Source Docs", "Answer"} - set(rows[0] if rows else {})
-    if missing:
-        raise ConfigurationError(f"{path} lacks the column(s) {', '.join(sorted(missing))}")
-    return [Question(r["Question"], r["Source Docs"], r["Answer"], r.get("Question Type", "")) for r in rows]
-
-
 def evaluate_context(
     dataset_dir: Path,
     settings: Settings,
     *,
     questions_file: str = "qna_dev.csv",
+    docs: Path | None = None,
     budgets: Sequence[int] = BUDGETS,
     strategies: Sequence[Strategy] = STRATEGIES,
     cache_dir: Path = Path(".docfinder/eval"),
     progress: IngestProgress = NoProgress(),
 ) -> dict[str, Any]:
     """Run every strategy at every budget over all questions; see the module docstring."""
-    docs = dataset_dir / "docs"
-    if not docs.is_dir():
-        raise ConfigurationError(f"{dataset_dir} has no docs/ folder")
+    docs = dataset_docs(dataset_dir, docs)
     questions = load_questions(dataset_dir / questions_file)
-    settings = settings.model_copy(update={"index_dir": cache_dir / f"{dataset_dir.name}-docs"})
-    ingest = run_ingest(settings, [docs], collection=dataset_dir.name, progress=progress)
+    settings = settings.model_copy(update={"index_dir": cache_dir / f"{corpus_name(docs)}-docs"})
+    ingest = run_ingest(settings, [docs], collection=corpus_name(docs), progress=progress)
     runs = asyncio.run(_run(settings, questions, budgets, strategies))
     return {
         "dataset": str(dataset_dir),
+        "documents": str(docs),
         "questions_file": questions_file,
         "questions": len(questions),
         "index": {"version": ingest.version, "documents": ingest.documents, "chunks": ingest.chunks},
@@ -150,18 +126,30 @@ async def _run(
                                 "stated": 0,
                                 "tokens": 0,
                                 "ms": [],
+                                "phrased": 0,
+                                "phrases": 0.0,
+                                "phrase_gold": 0,
+                                "phrase_found": 0,
+                                "phrase_complete": 0,
                             },
                         )
                         total["questions"] += 1
                         total["ms"].append(elapsed_ms)
                         total["tokens"] += context.tokens
-                        total["docs"] += any(fnmatch.fnmatch(name, question.gold_docs) for name in sources)
+                        total["docs"] += question.gold_found(sources)
                         if gold:
                             stated = len(stated_figures(gold, found))
                             total["figures"] += stated / len(gold)
                             total["scored"] += 1
                             total["gold"] += len(gold)
                             total["stated"] += stated
+                        if question.must_have:
+                            found_phrases = len(phrases_found(question.must_have, context.text))
+                            total["phrased"] += 1
+                            total["phrases"] += found_phrases / len(question.must_have)
+                            total["phrase_gold"] += len(question.must_have)
+                            total["phrase_found"] += found_phrases
+                            total["phrase_complete"] += found_phrases == len(question.must_have)
     return [
         {
             "strategy": name,
@@ -173,6 +161,7 @@ async def _run(
             "answer_figure_recall_micro": round(total["stated"] / max(total["gold"], 1), 4),
             "questions_with_figures": int(total["scored"]),
             "gold_figures": int(total["gold"]),
+            **_phrase_measures(total),
             "mean_tokens": round(total["tokens"] / total["questions"], 1),
             "select_ms_p50": round(statistics.median(total["ms"]), 1),
         }
@@ -180,3 +169,15 @@ async def _run(
             totals.items(), key=lambda item: (item[0][2] != ALL_TYPES, item[0])
         )
     ]
+
+
+def _phrase_measures(total: dict[str, Any]) -> dict[str, Any]:
+    """Must-have phrase recall (macro, micro, complete share), for question files that have phrases."""
+    if not total["phrased"]:
+        return {}
+    return {
+        "must_have_recall": round(total["phrases"] / total["phrased"], 4),
+        "must_have_recall_micro": round(total["phrase_found"] / total["phrase_gold"], 4),
+        "must_have_complete": round(total["phrase_complete"] / total["phrased"], 4),
+        "questions_with_phrases": int(total["phrased"]),
+    }

@@ -48,8 +48,8 @@ from pipeline.figures import figures, stated_figures
 from pipeline.text import analyze
 from programs.judge import AnswerJudge, JudgeCase
 from programs.saved import load_program, save_program
-from server.evaluation.context import Question
 from server.evaluation.feedback_report import is_good, load_items
+from server.evaluation.questions import Question
 
 if TYPE_CHECKING:
     from programs.agent import AnswerAgent
@@ -68,7 +68,7 @@ class FeedbackExample:
     question: str
     reference: str | None = None
     reference_sources: tuple[str, ...] = ()  # documents (links without their page fragment)
-    gold_docs: str | None = None  # a file-name glob, from the question file
+    gold_docs: tuple[str, ...] = ()  # file-name globs, from the question file
     rejected: str | None = None
 
     @property
@@ -103,7 +103,7 @@ def feedback_examples(
                 reference_sources=tuple(dict.fromkeys(_document(s) for s in liked["sources"]))
                 if liked
                 else (),
-                gold_docs=known.gold_docs if known else None,
+                gold_docs=known.gold_docs if known else (),
                 rejected=rejected,
             )
         )
@@ -162,7 +162,7 @@ def answer_score(
             float(
                 any(
                     document in example.reference_sources
-                    or (example.gold_docs and fnmatch.fnmatch(Path(source).name, example.gold_docs))
+                    or any(fnmatch.fnmatch(Path(source).name, glob) for glob in example.gold_docs)
                     for source, document in cited
                 )
             )

@@ -1,0 +1,213 @@
+"""Extractive-first answers: the documents' own words lead, and code decides what the model may add.
+
+A small model paraphrases good evidence into vague or wrong sentences ("Yes, the company
+announced a major acquisition [1]"). So the answer a user reads is built by code:
+
+1. the model's reply is cut into sentences, and each is kept only if code can trace it to the
+   evidence it cites: every figure stated by a cited unit (:func:`pipeline.figures.unstated_figures`),
+   every name it writes (a capitalised word past the sentence's first, an acronym's expansion)
+   found in the cited evidence or the question, and no "yes" where the evidence that answers
+   the question says "not" / "no" / "precludes";
+2. what is kept must say something the question did not: a figure, or a word of the evidence
+   the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped;
+3. the answer then quotes the evidence units that carry it, in the document's words, under
+   their citation numbers (a table row as its cells beside their column labels), chosen by
+   :func:`pipeline.quotes.choose_quotes` from the passages the model cited. Nothing quoted is
+   ever retyped by the model.
+
+A reply that says the documents do not answer is kept as such, with the nearest evidence
+quoted, so that the user sees why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pipeline.answers import Quote
+from pipeline.context import Passage
+from pipeline.figures import figures, unstated_figures, written_forms
+from pipeline.ordering import split_sentences
+from pipeline.quotes import QuoteCandidate, choose_quotes
+from pipeline.text import analyze
+
+AnswerKind = Literal["answer", "quotes", "not_in_documents"]
+LEAD_QUOTES = 3
+NOT_IN_DOCUMENTS = "The documents do not say."
+NEAREST_EVIDENCE = "The nearest they come:"
+DOCUMENTS_SAY = "The documents say:"
+
+_CITATION = re.compile(r"\[(\d+)\]")
+_LEADING_CITATIONS = re.compile(r"^(?:\s*\[\d+\])+[.,;]?\s*")
+_NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][\w'’&.-]*[A-Za-z]")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|cannot|can't|won't|isn't|aren't|wasn't|doesn't|didn't|"
+    r"precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
+    re.IGNORECASE,
+)
+_YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"\b(?:do(?:es)?\s+not|don't|doesn't|cannot|can't)\s+"
+    r"(?:say|state|answer|contain|mention|specify|provide|include|name|give|list|identify|disclose)"
+    r"|\bnot\s+(?:stated|mentioned|specified|provided|given|found|disclosed|listed|available)\b"
+    r"|\bno\s+(?:information|mention)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedSentence:
+    """A sentence of the model's reply that code did not let through, and why."""
+
+    sentence: str
+    reason: Literal["figure", "name", "negation", "says_nothing"]
+    detail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ComposedAnswer:
+    """The answer as the user reads it, what it is, what was dropped and the units it quotes."""
+
+    text: str
+    kind: AnswerKind
+    kept: str  # the model's sentences that passed
+    quotes: list[QuoteCandidate]
+    dropped: list[DroppedSentence] = field(default_factory=list)
+
+
+def compose_answer(
+    question: str,
+    reply: str,
+    passages: Sequence[Passage],
+    lead_quotes: int = LEAD_QUOTES,
+    check_figures: bool = True,
+) -> ComposedAnswer:
+    """The extractive-first answer built from the model's ``reply``; see the module docstring.
+
+    Without ``check_figures`` a figure no cited unit states is let through (names, negations
+    and saying something new are still checked).
+    """
+    cited = _cited(reply, len(passages))
+    if says_documents_do_not_answer(reply):
+        nearest = choose_quotes(None, passages, (), limit=2)
+        text = "\n".join([f"{NOT_IN_DOCUMENTS} {NEAREST_EVIDENCE}", *_quote_lines(nearest)])
+        return ComposedAnswer(text, "not_in_documents", "", nearest)
+    evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
+    kept: list[str] = []
+    dropped: list[DroppedSentence] = []
+    for sentence in answer_sentences(reply):
+        problem = _problem(sentence, question, evidence, cited, passages, check_figures)
+        if problem is None:
+            kept.append(sentence)
+        else:
+            dropped.append(problem)
+    kept_text = " ".join(kept)
+    kept_evidence = [evidence[n] for n in sorted(_cited(kept_text, len(passages)) or cited)]
+    if kept and says_nothing_new(kept_text, question, kept_evidence):
+        dropped += [DroppedSentence(s, "says_nothing") for s in kept]
+        kept, kept_text = [], ""
+    kept_cited = _cited(kept_text, len(passages)) or cited
+    quotes = choose_quotes(f"{question}\n{kept_text}", passages, kept_cited, lead_quotes, strongest_slots=1)
+    lines = _quote_lines(quotes)
+    if kept:
+        return ComposedAnswer("\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped)
+    return ComposedAnswer("\n".join([DOCUMENTS_SAY, *lines]), "quotes", "", quotes, dropped)
+
+
+def quoted_evidence(
+    question: str, passages: Sequence[Passage], lead: str, limit: int = LEAD_QUOTES
+) -> ComposedAnswer:
+    """The evidence that best matches the question, quoted under ``lead``: what the user gets
+    when no answer of the model's could be verified."""
+    quotes = choose_quotes(question, passages, range(1, len(passages) + 1), limit=limit)
+    return ComposedAnswer("\n".join([lead, *_quote_lines(quotes)]), "quotes", "", quotes)
+
+
+def says_documents_do_not_answer(reply: str) -> bool:
+    """Whether the model's reply says the evidence does not answer the question."""
+    return bool(_REFUSAL.search(reply))
+
+
+def answer_sentences(reply: str) -> list[str]:
+    """The reply's sentences, each with the citations written after its full stop ("... 2023. [2]")."""
+    sentences: list[str] = []
+    for sentence in split_sentences(reply):
+        leading = _LEADING_CITATIONS.match(sentence)
+        if leading and sentences:
+            sentences[-1] = f"{sentences[-1]} {leading.group().strip()}"
+            sentence = sentence[leading.end() :]
+        if sentence.strip():
+            sentences.append(sentence.strip())
+    return sentences
+
+
+def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
+    """Whether ``text`` names nothing from ``evidence`` that the question did not already say.
+
+    A figure counts, and so does any content word of the evidence the question does not use;
+    "Yes, the company announced a major acquisition [1]" has neither.
+    """
+    if figures(text):
+        return False
+    asked = set(analyze(question))
+    found = set(analyze("\n".join(evidence)))
+    said = {t for t in analyze(_CITATION.sub(" ", text)) if not t.isdigit()}
+    return not (said - asked) & found
+
+
+def _problem(
+    sentence: str,
+    question: str,
+    evidence: dict[int, str],
+    cited: Collection[int],
+    passages: Sequence[Passage],
+    check_figures: bool,
+) -> DroppedSentence | None:
+    """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
+    own = _cited(sentence, len(passages)) or set(cited) or set(evidence)
+    stated = "\n".join(evidence[n] for n in sorted(own))
+    unstated = unstated_figures(sentence, stated) if check_figures else set()
+    if unstated:
+        return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
+    unknown = _unknown_names(sentence, stated, question)
+    if unknown:
+        return DroppedSentence(sentence, "name", tuple(unknown))
+    if _YES.search(sentence) and _answering_unit_negates(question, passages, own):
+        return DroppedSentence(sentence, "negation")
+    return None
+
+
+def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
+    """Capitalised words past the sentence's first that neither the cited evidence nor the question has."""
+    body = _CITATION.sub(" ", sentence)
+    known = f"{evidence}\n{question}".lower()
+    words = _NAME_WORD.findall(body)
+    return [w for w in words[1:] if w.lower().strip(".") not in known and body.find(w) > 0]
+
+
+def _answering_unit_negates(question: str, passages: Sequence[Passage], cited: Collection[int]) -> bool:
+    """Whether the unit that best matches the question, among those cited, negates."""
+    best = choose_quotes(question, passages, cited, limit=1)
+    return bool(best) and bool(_NEGATION.search(best[0].text))
+
+
+def _quote_lines(quotes: Sequence[QuoteCandidate]) -> list[str]:
+    """Each quoted unit as a line: “text” [n], a table row as its cells beside their labels."""
+    return [f"“{readable_unit(q)}” [{q.n}]" for q in quotes]
+
+
+def readable_unit(quote: QuoteCandidate) -> str:
+    """A quoted unit for people: a table row as ``label — column: value; ...``, else its text."""
+    return Quote(
+        quote.n, quote.text, quote.source, (quote.page, quote.page), (), "", quote.table_header
+    ).readable()
+
+
+def _cited(text: str, passages: int) -> set[int]:
+    return {int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= passages}
+
+
+def _evidence(passage: Passage) -> str:
+    return f"{passage.evidence_label()}\n{passage.text}"

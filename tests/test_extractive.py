@@ -1,0 +1,118 @@
+"""Extractive-first answers: what code lets through of the model's reply, and what it quotes.
+
+The cases are the failures read by hand in the agent's answers (issue 36): a vague "yes", a
+"yes" against the document's "precludes", an invented funder, a figure from nowhere, a
+question the documents cannot answer.
+"""
+
+from __future__ import annotations
+
+from pipeline.context import ContextPiece, Passage, whole_passages
+from pipeline.extractive import (
+    DOCUMENTS_SAY,
+    NOT_IN_DOCUMENTS,
+    answer_sentences,
+    compose_answer,
+    says_nothing_new,
+)
+from pipeline.types import Chunk, EvidenceUnit, SearchHit
+
+
+def passages(*texts: str):
+    chunks = [
+        Chunk(f"d{n}-0000", f"d{n}", "docs", f"/docs/d{n}.pdf", f"Document {n}", ("Section",), (n, n), t, "h")
+        for n, t in enumerate(texts, start=1)
+    ]
+    return whole_passages([SearchHit(c, 1.0 - i / 10) for i, c in enumerate(chunks)])
+
+
+NTSB = passages(
+    "The Independent Safety Board Act, as codified at 49 U.S.C. Section 1154(b), precludes the admission "
+    "into evidence or use of any part of an NTSB report related to an accident in a civil action.",
+    "The pilot, age 85, was attempting to land at his private airstrip.",
+)
+
+
+def test_a_yes_against_the_documents_negation_is_dropped_and_the_document_quoted():
+    answer = compose_answer(
+        "Can an NTSB accident report be used as evidence in a lawsuit?",
+        "Yes, an NTSB report can be used as evidence in a civil action [1].",
+        NTSB,
+    )
+    assert [d.reason for d in answer.dropped] == ["negation"]
+    assert answer.kind == "quotes" and answer.text.startswith(DOCUMENTS_SAY)
+    assert "precludes the admission into evidence" in answer.text and "[1]" in answer.text
+
+
+def test_a_vague_yes_that_names_nothing_from_the_evidence_is_not_an_answer():
+    evidence = passages(
+        "On May 3, 2023, the Company acquired Fictive Robotics for $1,200 million in cash.",
+        "Revenue rose in the quarter.",
+    )
+    question = "Did the company announce any acquisitions in the quarter?"
+    vague = compose_answer(
+        question, "Yes, the company announced an acquisition in the quarter [1].", evidence
+    )
+    assert vague.kind == "quotes" and [d.reason for d in vague.dropped] == ["says_nothing"]
+    assert (
+        "“On May 3, 2023, the Company acquired Fictive Robotics for $1,200 million in cash.” [1]"
+        in vague.text
+    )
+    specific = compose_answer(question, "Yes, it acquired Fictive Robotics for $1,200 million [1].", evidence)
+    assert (
+        specific.kind == "answer"
+        and specific.kept == "Yes, it acquired Fictive Robotics for $1,200 million [1]."
+    )
+    assert specific.text.startswith(specific.kept + "\n")
+
+
+def test_an_invented_name_and_a_figure_no_cited_unit_states_are_dropped_sentence_by_sentence():
+    evidence = passages("The trial recruits 24 participants with tetraplegia at the spinal injuries unit.")
+    reply = (
+        "The trial recruits 24 participants [1]. It is funded by the National Institutes of Health [1]. "
+        "Each session lasts 45 minutes [1]."
+    )
+    answer = compose_answer("Who funds the trial and how many take part?", reply, evidence)
+    assert answer.kept == "The trial recruits 24 participants [1]."
+    reasons = {d.reason: d.detail for d in answer.dropped}
+    assert reasons["name"] == ("National", "Institutes", "Health") and reasons["figure"] == ("45",)
+    assert "National Institutes" not in answer.text and "45 minutes" not in answer.text
+
+
+def test_a_reply_that_the_documents_do_not_answer_says_so_and_quotes_the_nearest_evidence():
+    answer = compose_answer(
+        "Which VR headset model does the study use?",
+        "The documents do not specify the headset model.",
+        passages("Participants use a head-mounted display for 30 minutes.", "Sessions are supervised."),
+    )
+    assert answer.kind == "not_in_documents"
+    assert answer.text.startswith(NOT_IN_DOCUMENTS)
+    assert "“Participants use a head-mounted display for 30 minutes.” [1]" in answer.text
+
+
+def test_a_table_row_is_quoted_with_each_figure_beside_its_column_label():
+    header = "| | Three Months Ended July 1, 2023 | Three Months Ended June 25, 2022 |"
+    row = "| Total net sales | 81,797 | 82,959 |"
+    chunk = Chunk("q3-0000", "q3", "docs", "/docs/q3.pdf", "2023 Q3 AAPL", ("Statements",), (4, 4), row, "h")
+    unit = EvidenceUnit("q3-0000/000", "q3-0000", "q3", "row", row, 4, header)
+    evidence = [Passage(chunk, (ContextPiece(chunk, row, 1.0, 0, unit),))]
+    answer = compose_answer(
+        "What were total net sales in the quarter?", "They were $81,797 million [1].", evidence
+    )
+    assert answer.kind == "answer"
+    assert answer.text == (
+        "They were $81,797 million [1].\n\n"
+        "“Total net sales — Three Months Ended July 1, 2023: 81,797; "
+        "Three Months Ended June 25, 2022: 82,959” [1]"
+    ), "each figure beside its column's label, so a figure is never read from the wrong column"
+
+
+def test_citations_written_after_the_full_stop_stay_with_their_sentence():
+    assert answer_sentences("It rose 5%. [2] It fell later [3].") == ["It rose 5%. [2]", "It fell later [3]."]
+
+
+def test_saying_something_new_needs_a_figure_or_an_evidence_word_the_question_lacks():
+    evidence = ["The cryostat is warmed up every six months."]
+    assert says_nothing_new("Yes, the cryostat is warmed up [1].", "Is the cryostat warmed up?", evidence)
+    assert not says_nothing_new("Every six months [1].", "How often is the cryostat warmed up?", evidence)
+    assert not says_nothing_new("About 12 times [1].", "How often is the cryostat warmed up?", evidence)
