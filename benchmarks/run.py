@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.agent_sec import bench_agent
+from benchmarks.answers import bench_answers
 from benchmarks.embedded_llm import bench_embedded_llm
 from benchmarks.hardening import bench_hardening
 from benchmarks.ingest_search import bench_ingest_and_search
@@ -41,7 +41,17 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
     "load": (None, "load_and_faults", lambda: bench_load_and_faults(load_settings())),
     "hardening": (None, "hardening", lambda: bench_hardening(load_settings())),
     "llm": (None, "embedded_llm", lambda: bench_embedded_llm(load_settings().model_cache_dir)),
-    "agent": ("sec10q", "agent_sec10q", lambda: bench_agent(DATA / "sec10q", load_settings())),
+    "agent": ("sec10q", "answers_sec10q", lambda: bench_answers(DATA / "sec10q", load_settings())),
+    "manual-qa": (
+        "manual-qa",
+        "answers_manual_qa",
+        lambda: bench_answers(DATA / "manual-qa", load_settings()),
+    ),
+    "context-manual-qa": (
+        "manual-qa",
+        "context_manual_qa",
+        lambda: evaluate_context(DATA / "manual-qa", load_settings()),
+    ),
     "retrieval": ("scifact", "retrieval_scifact", lambda: bench_retrieval(DATA / "scifact")),
     "scale": (None, "scale_synthetic", bench_scale),
 }

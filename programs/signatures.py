@@ -46,18 +46,19 @@ class Transform(dspy.Signature):
 
 
 class Generate(dspy.Signature):
-    """Answer the question briefly, using only the numbered evidence. After each claim, cite the
-    evidence it comes from as [n], for example: "Net sales were $81,797 million [2]." A table row
-    stands under its column headers: take each figure from the column of the period the question
-    asks about, and give figures exactly as written. If the evidence does not contain the answer,
-    say that the documents do not answer it. Do not invent facts."""
+    """Answer the question in one or two short sentences, using only the numbered evidence and its
+    words: name the specific facts that answer it (names, dates, figures, items), each figure
+    exactly as written, and cite the evidence after each claim as [n], for example: "Net sales
+    were $81,797 million [2]." A table row stands under its column headers: take each figure from
+    the column of the period asked about. If the evidence does not contain the answer, say only:
+    "The documents do not say." Add nothing the evidence does not state."""
 
     question: str = dspy.InputField()
     passages: str = dspy.InputField(
         desc="numbered evidence: '[n] document (period) — heading, page', then its sentences and table rows"
     )
     glossary: str = dspy.InputField(desc="terms of this organisation and what they mean; may be empty")
-    answer: str = dspy.OutputField(desc="a short answer with [n] citations")
+    answer: str = dspy.OutputField(desc="one or two sentences with [n] citations")
     sources: list[int] = dspy.OutputField(desc="the numbers of the evidence the answer uses")
 
 

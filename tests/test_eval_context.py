@@ -120,30 +120,34 @@ def test_search_context_flags_select_order_and_show_in_the_trace(sample_corpus, 
         assert all(piece["source"] for piece in result["context"]["pieces"])
 
 
-def test_the_agent_benchmark_scores_citations_figures_checks_and_latency(tmp_path):
+def test_the_answers_benchmark_scores_the_agent_beside_the_plain_baseline(tmp_path):
     import dspy
     from dspy.utils import DummyLM
 
-    from benchmarks.agent_sec import bench_agent
+    from benchmarks.answers import bench_answers
     from server.settings import load_settings
 
     dataset = write_dataset(tmp_path / "mini")
-    script = [
+    script = [  # per question: the agent's generate and grounding check, then the plain baseline's one call
         {"answer": "Net sales were 12,345 [1].", "sources": [1]},
         {"supported": "yes"},
-        {"useful": "yes"},
-        {"answer": "Globex reported its revenue [1].", "sources": [1]},
+        {"answer": "Acme's net sales were 12,345 [1]."},
+        {"answer": "Globex revenue was 98,765 [1].", "sources": [1]},
         {"supported": "yes"},
-        {"useful": "yes"},
+        {"answer": "The passages do not say."},
     ]
     model = DummyLM(script, adapter=dspy.JSONAdapter())
-    report = bench_agent(
+    report = bench_answers(
         dataset, load_settings(), cache_dir=tmp_path / "cache", questions_file="questions.csv", lm=model
     )
-    assert report["questions"] == 2 and report["checks_pass_rate"] == 1.0
-    # Question 1's answer holds its only figure; question 2's answer holds neither of its two
-    # (it states none), but the strongest evidence quoted under it does.
-    assert report["answer_text_figure_recall"] == 0.5
-    assert report["answer_figure_recall"] == 1.0
-    assert report["gold_document_cited_rate"] == 1.0  # passage [1] is each question's gold document
-    assert report["first_status_s"]["max"] < report["latency_s"]["p50"]
+    agent, plain = report["agent"], report["plain"]
+    assert (
+        report["questions"] == 2 and agent["answered"] == 1.0 and agent["llm_calls"] == {"p50": 2, "max": 2}
+    )
+    # The agent's answer to question 2 states one of its two figures and quotes the sentence with
+    # the other: both are in the text the user reads. The baseline refused question 2.
+    assert agent["figure_recall_in_answer_text"] == 1.0 and plain["figure_recall_in_answer_text"] == 0.5
+    assert agent["answerable_refused"] == "0/2" and plain["answerable_refused"] == "1/2"
+    assert agent["gold_document_cited"] == 1.0 and agent["verified_with_unstated_figure"] == 0
+    assert agent["first_evidence_s"]["max"] < agent["latency_s"]["p50"]
+    assert plain["llm_calls"] == {"p50": 1, "max": 1} and plain["first_evidence_s"] is None

@@ -137,6 +137,10 @@ def says_not_answered(answer: str) -> bool:
     """Whether an answer's text says that the documents do not answer the question.
 
     One rule for every system compared (the agent and the plain baseline alike), read from the
-    text the user sees, not from an outcome code only one of them has.
+    text the user sees, not from an outcome code only one of them has; the documents' own words
+    quoted in it (“...”) are not the answer's ("the wreckage did not reveal ...").
     """
-    return _REFUSAL.search(answer) is not None
+    return _REFUSAL.search(_QUOTED.sub(" ", answer)) is not None
+
+
+_QUOTED = re.compile(r"“[^”]*”")
