@@ -41,7 +41,7 @@ from bots.common import (
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
 from pipeline.streaming import DRAFT_INTERVAL_S, AnswerToken
-from pipeline.wording import error_message, status_text
+from pipeline.wording import error_message, evidence_preview, status_text
 
 log = logging.getLogger(__name__)
 
@@ -224,16 +224,25 @@ class _SlackBot:
             except SlackApiError as exc:  # progress is best effort; the answer still comes
                 log.warning("could not show progress in %s: %s", channel, exc.response.get("error"))
 
+        evidence = ""  # the documents' words, shown from the moment they are found until the answer
+
         async def on_status(event: dict[str, Any]) -> None:
+            nonlocal evidence
+            preview = evidence_preview(event)
+            if preview is not None:
+                evidence = to_mrkdwn(preview)
+                await show(f"{evidence}\n{WRITING}")
+                return
             text = status_text(event["step"])
-            if text is not None and f":hourglass_flowing_sand: {text}" != shown:
+            if text is not None and not evidence and f":hourglass_flowing_sand: {text}" != shown:
                 await show(f":hourglass_flowing_sand: {text}")
 
         async def on_token(token: AnswerToken) -> None:
             # The answer as it is written, at most one edit a second (Slack's rate limit for
             # chat.update is about one a second per channel); the checked answer replaces it.
-            if time.monotonic() - last_edit >= DRAFT_INTERVAL_S:
-                await show(f"{to_mrkdwn(token.answer_so_far)} {WRITING}")
+            if not token.composed and time.monotonic() - last_edit >= DRAFT_INTERVAL_S:
+                above = f"{evidence}\n\n" if evidence else ""
+                await show(f"{above}{to_mrkdwn(token.answer_so_far)} {WRITING}")
 
         try:
             result = await self.service.ask(

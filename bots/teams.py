@@ -54,7 +54,7 @@ from bots.common import (
 )
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
-from pipeline.wording import error_message
+from pipeline.wording import error_message, evidence_preview
 
 log = logging.getLogger(__name__)
 
@@ -252,12 +252,24 @@ class TeamsBot(TeamsActivityHandler):
         self, reference: ConversationReference, question: str, conversation_id: str, place: str
     ) -> None:
         typing = asyncio.create_task(self._keep_typing(reference))
+        preview: list[str] = []  # the id of the message showing the evidence, replaced by the answer
+
+        async def on_status(event: dict[str, Any]) -> None:
+            text = evidence_preview(event)
+            if text is not None and not preview:  # the documents' words while the answer is written
+                sent = await self._send(reference, MessageFactory.text(text))
+                if sent is not None and sent.id:
+                    preview.append(sent.id)
+
         try:
             result = await self.service.ask(
-                question, conversation_id=conversation_id, caller=self.config.access.caller(place)
+                question,
+                conversation_id=conversation_id,
+                caller=self.config.access.caller(place),
+                on_status=on_status,
             )
         except DocfinderError as exc:
-            await self._send(reference, MessageFactory.text(error_message(exc)))
+            await self._deliver(reference, MessageFactory.text(error_message(exc)), preview)
             return
         finally:
             typing.cancel()
@@ -268,7 +280,7 @@ class TeamsBot(TeamsActivityHandler):
             CardFactory.adaptive_card(answer_card(result, self.config.reactions))
         )
         reply.text = result.agent.answer  # shown in notifications and by clients without cards
-        sent = await self._send(reference, reply)
+        sent = await self._deliver(reference, reply, preview)
         if sent is not None and sent.id:
             await self.service.remember_message(
                 PLATFORM, _message_ref(reference.conversation.id, sent.id), result.answer_id
@@ -282,6 +294,21 @@ class TeamsBot(TeamsActivityHandler):
 
         await self.adapter.continue_conversation(reference, send, self.config.app_id)
         return sent[0] if sent else None
+
+    async def _deliver(
+        self, reference: ConversationReference, activity: Activity, preview: list[str]
+    ) -> ResourceResponse | None:
+        """``activity`` in place of the evidence preview message when one was shown, else sent anew."""
+        if not preview:
+            return await self._send(reference, activity)
+        activity.id = preview[0]
+        updated: list[ResourceResponse | None] = []
+
+        async def update(context: TurnContext) -> None:
+            updated.append(await context.update_activity(activity))
+
+        await self.adapter.continue_conversation(reference, update, self.config.app_id)
+        return updated[0] if updated and updated[0] is not None else ResourceResponse(id=preview[0])
 
     async def _keep_typing(self, reference: ConversationReference) -> None:
         while True:

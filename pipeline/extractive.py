@@ -47,6 +47,7 @@ _NEGATION = re.compile(
     r"precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
     re.IGNORECASE,
 )
+_POSSESSIVE = re.compile(r"['’]s?$")
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _REFUSAL = re.compile(
     r"\b(?:do(?:es)?\s+not|don't|doesn't|cannot|can't)\s+"
@@ -109,7 +110,9 @@ def compose_answer(
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
     kept_cited = _cited(kept_text, len(passages)) or cited
-    quotes = choose_quotes(f"{question}\n{kept_text}", passages, kept_cited, lead_quotes, strongest_slots=1)
+    quotes = choose_quotes(
+        f"{question}\n{kept_text}", passages, kept_cited, lead_quotes, strongest_slots=0, fill=False
+    )
     lines = _quote_lines(quotes)
     if kept:
         return ComposedAnswer("\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped)
@@ -121,7 +124,9 @@ def quoted_evidence(
 ) -> ComposedAnswer:
     """The evidence that best matches the question, quoted under ``lead``: what the user gets
     when no answer of the model's could be verified."""
-    quotes = choose_quotes(question, passages, range(1, len(passages) + 1), limit=limit)
+    quotes = choose_quotes(
+        question, passages, range(1, len(passages) + 1), limit, strongest_slots=0, fill=False
+    )
     return ComposedAnswer("\n".join([lead, *_quote_lines(quotes)]), "quotes", "", quotes)
 
 
@@ -184,7 +189,13 @@ def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
     body = _CITATION.sub(" ", sentence)
     known = f"{evidence}\n{question}".lower()
     words = _NAME_WORD.findall(body)
-    return [w for w in words[1:] if w.lower().strip(".") not in known and body.find(w) > 0]
+    return [w for w in words[1:] if body.find(w) > 0 and not _known_name(w, known)]
+
+
+def _known_name(word: str, known: str) -> bool:
+    """Whether ``known`` (lower case) has ``word``, also without a possessive or plural "s"."""
+    bare = _POSSESSIVE.sub("", word.lower().strip("."))
+    return any(form in known for form in {bare, bare.removesuffix("s")} if form)
 
 
 def _answering_unit_negates(question: str, passages: Sequence[Passage], cited: Collection[int]) -> bool:

@@ -89,9 +89,11 @@ def choose_quotes(
     cited: Collection[int],
     limit: int = MAX_QUOTES,
     strongest_slots: int = STRONGEST_EVIDENCE_SLOTS,
+    fill: bool = True,
 ) -> list[QuoteCandidate]:
     """Up to ``limit`` units that carry ``answer``, ``strongest_slots`` of them kept for the
-    strongest evidence; see the module docstring."""
+    strongest evidence; see the module docstring. Without ``fill``, only the units that match
+    the answer (the strongest evidence when none does)."""
     candidates = quote_candidates(passages)
     if not candidates:
         return []
@@ -122,6 +124,8 @@ def choose_quotes(
             break
         if candidate not in chosen and all(candidate.text != c.text for c in chosen):
             chosen.append(candidate)
+    if not fill and chosen:
+        return sorted(chosen, key=lambda c: c.position)
     return _add_strongest_evidence(chosen, candidates, limit)
 
 

@@ -19,11 +19,14 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 @dataclass(frozen=True, slots=True)
 class AnswerToken:
     """New text of the answer being written; ``draft`` counts the answers written for one question
-    (a failed check writes another, which replaces the text shown so far)."""
+    (a failed check writes another, which replaces the text shown so far). The last one, with
+    ``composed``, is the answer as code composed it from the checked draft and the documents'
+    words, whole; the final answer follows at once, so a door may skip it."""
 
     text: str
     answer_so_far: str
     draft: int
+    composed: bool = False
 
 
 class StreamedField:

@@ -22,16 +22,44 @@ STEP_TEXT = {
     "retrieve": "Searching the documents…",
     "sparse_fallback": "Looking for rarely mentioned facts…",
     "transform_query": "Trying a different search…",
+    "evidence": "Found the evidence; writing the answer…",
     "generate": "Writing the answer…",
+    "compose": "Checking the answer against the sources…",
     "cite_figures": "Checking the answer against the sources…",
     "supported": "Checking the answer against the sources…",
     "useful": "Checking the answer against the sources…",
 }
 
 
+EVIDENCE_HEADING = "While the answer is written, this is what the documents say:"
+
+
 def status_text(step: str) -> str | None:
     """The wording a user sees for an agent step, or None for steps not worth showing."""
     return STEP_TEXT.get(step)
+
+
+def evidence_preview(event: dict[str, Any]) -> str | None:
+    """The strongest evidence of an ``evidence`` step, as users read it while the answer is
+    written (None for any other step): each unit in the document's words with its citation
+    number and where it stands."""
+    quotes = event.get("quotes") if event.get("step") == "evidence" else None
+    if not quotes:
+        return None
+    lines = [EVIDENCE_HEADING]
+    for quote in quotes:
+        pages = quote.get("pages") or []
+        where = (
+            f"{_file_name(quote['source'])}, p. {pages[0]}"
+            if pages and pages[0]
+            else _file_name(quote["source"])
+        )
+        lines.append(f"[{quote['n']}] “{quote['text']}” ({where})")
+    return "\n".join(lines)
+
+
+def _file_name(source: str) -> str:
+    return source.rstrip("/").rsplit("/", 1)[-1]
 
 
 def error_message(exc: DocfinderError) -> str:
@@ -50,6 +78,11 @@ def describe_step(event: dict[str, Any]) -> str:
         return f"retrieve: {len(event.get('candidates', []))} candidates"
     if step == "grade_documents":
         return f"grade_documents: kept {len(event.get('kept', []))}"
+    if step == "evidence":
+        return f"evidence: {len(event.get('quotes', []))} units shown"
+    if step == "compose":
+        dropped = ", ".join(d["reason"] for d in event.get("dropped", []))
+        return f"compose: {event.get('kind')}" + (f" (dropped: {dropped})" if dropped else "")
     if step == "cite_figures":
         added = ", ".join(f"{a['figure']} → [{a['passage']}]" for a in event.get("added", []))
         return f"cite_figures: {added}"

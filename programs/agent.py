@@ -53,7 +53,11 @@ from programs.signatures import Generate, Supported, Transform, Understand, Usef
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
 
 NO_DOCUMENTS = "I could not find anything in the documents that answers this question."
-UNVERIFIED = "I could not verify a short answer. What the documents say that comes closest:"
+# Said when no draft could be verified: the evidence found does not state an answer that code
+# and the checks can trace, so the plain statement is that the documents do not say it.
+UNVERIFIED = (
+    "The documents do not say this clearly enough for a short answer. What they say that comes closest:"
+)
 MAX_FAILED_ANSWERS = 2  # drafts whose checks failed before the best evidence is quoted instead
 EVIDENCE_PREVIEW = 3  # units shown as soon as the evidence is found
 LLM_UNAVAILABLE = (
@@ -242,6 +246,7 @@ class _Run:
         self.on_status = on_status
         self.on_token = on_token
         self.drafts = 0
+        self.streamed = False  # whether any draft's text reached the token sink
         self.trace: list[dict[str, Any]] = []
         self.question = ""
         self.domain: str | None = None
@@ -335,6 +340,7 @@ class _Run:
                     piece = _chunk_text(chunk)
                     raw.append(piece)
                     if text := decoded.feed(piece):
+                        self.streamed = True
                         await sink(AnswerToken(text, decoded.value, draft))
 
         relaying = asyncio.create_task(relay())
@@ -372,9 +378,9 @@ class _Run:
     ) -> AgentAnswer:
         """The composed answer as the result; a streaming door gets it as the last draft, which
         replaces the model's own text shown while it was written."""
-        if self.on_token is not None and self.drafts:
+        if self.on_token is not None and self.streamed:
             self.drafts += 1
-            await self.on_token(AnswerToken(composed.text, composed.text, self.drafts))
+            await self.on_token(AnswerToken(composed.text, composed.text, self.drafts, composed=True))
         quoted = {q.text for q in composed.quotes}
         return self.result(composed.text, outcome, passages, composed.text, quoted)
 

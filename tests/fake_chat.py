@@ -89,7 +89,9 @@ class FakeConnector:
         app = web.Application()
         app.router.add_post("/v3/conversations/{conversation}/activities", self._post)
         app.router.add_post("/v3/conversations/{conversation}/activities/{reply_to}", self._post)
+        app.router.add_put("/v3/conversations/{conversation}/activities/{activity_id}", self._put)
         self.server = TestServer(app)
+        self.updates: list[dict[str, Any]] = []  # each update as sent; the activity itself is replaced
 
     @property
     def url(self) -> str:
@@ -119,6 +121,26 @@ class FakeConnector:
         activity["id"] = f"reply-{next(self._ids)}"
         self.activities.append(activity)
         return web.json_response({"id": activity["id"]})
+
+    async def _put(self, request: web.Request) -> web.Response:
+        """UpdateActivity: the message with that id is replaced (404 for an id never sent)."""
+        activity = await request.json()
+        activity_id = request.match_info["activity_id"]
+        at = next((i for i, a in enumerate(self.activities) if a["id"] == activity_id), None)
+        if at is None:
+            return web.json_response({"error": {"code": "NotFound"}}, status=404)
+        previous = self.activities[at]
+        activity.update(
+            {
+                "id": activity_id,
+                "_conversation": previous["_conversation"],
+                "_reply_to": previous["_reply_to"],
+            }
+        )
+        activity["_replaces"] = previous.get("text")
+        self.activities[at] = activity
+        self.updates.append(activity)
+        return web.json_response({"id": activity_id})
 
 
 class BotServer:

@@ -22,7 +22,6 @@ from tests.samples import write_sample_corpus
 FIRST = [  # a first question: no understanding call (no domain weighs collections)
     {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
     {"supported": "yes"},
-    {"useful": "yes"},
 ]
 FOLLOW_UP = [
     {
@@ -32,7 +31,6 @@ FOLLOW_UP = [
     },
     {"answer": "At most twelve [1].", "sources": [1]},
     {"supported": "yes"},
-    {"useful": "yes"},
 ]
 
 

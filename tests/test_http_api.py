@@ -40,11 +40,14 @@ async def test_ask_returns_the_answer_with_citations(client):
     response = await client.post("/v1/ask", json={"question": "When are proposals due?"})
     assert response.status == 200
     body = await response.json()
-    assert body["answer"] == "Proposals are due on 15 April [1]." and body["outcome"] == "answered"
+    assert body["answer"].startswith("Proposals are due on 15 April [1].\n") and body["outcome"] == "answered"
+    deadline = "“Proposals are submitted through the Observing Tool before the deadline on 15 April.” [1]"
+    assert deadline in body["answer"], "the document's own sentence, quoted by code"
     assert body["citations"][0]["heading_path"][-1] == "Proposal preparation"
     assert {"answer_id", "conversation_id", "verdicts", "trace"} <= set(body)
-    [quote] = [q for q in body["evidence"] if "15 April" in q["text"]]
-    assert {"n", "text", "source", "pages", "heading_path", "passage_id"} <= set(quote) and quote["n"] == 1
+    quote = body["evidence"][0]
+    assert {"n", "text", "source", "pages", "heading_path", "passage_id"} <= set(quote)
+    assert quote["text"] not in body["answer"], "the evidence listed under the answer adds to what it quotes"
     passage = await client.server.app[SERVICE].passage(quote["passage_id"])
     assert quote["text"] in passage.text, "quoted verbatim from the cited passage"
 
@@ -78,9 +81,14 @@ async def test_stream_sends_status_events_before_the_answer(client):
     response = await client.post("/v1/ask/stream", json={"question": "When are proposals due?"})
     events = await read_events(response)
     kinds = [kind for kind, _ in events]
-    assert kinds[-1] == "answer" and kinds[:-1] == ["status"] * (len(kinds) - 1)
+    assert kinds[-1] == "answer" and set(kinds[:-1]) == {"status", "evidence"}
     steps = [data["step"] for kind, data in events if kind == "status"]
     assert steps[:3] == ["received", "understand_skipped", "retrieve"] and "useful" in steps
+    evidence = kinds.index("evidence")
+    assert events[evidence - 1][1]["step"] == "evidence" and evidence < steps.index("generate") + 2
+    assert any("15 April" in q["text"] for q in events[evidence][1]["quotes"]), (
+        "the evidence before the answer"
+    )
     assert events[-1][1]["citations"]
 
 
@@ -100,23 +108,28 @@ async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the
     }, "the check continues the generate call's conversation, the reply exactly as streamed"
     kinds = [kind for kind, _ in events]
     tokens = [data for kind, data in events if kind == "token"]
-    assert len(tokens) > 5 and {t["draft"] for t in tokens} == {1}
+    assert len(tokens) > 5 and {t["draft"] for t in tokens} == {1, 2}, (
+        "the model's draft, then the composed answer"
+    )
     steps = [data.get("step") for _, data in events]
-    last_token = max(i for i, kind in enumerate(kinds) if kind == "token")
-    assert steps.index("generate") > last_token and steps.index("supported") > last_token
+    last_draft = max(i for i, (kind, data) in enumerate(events) if kind == "token" and data["draft"] == 1)
+    assert steps.index("generate") > last_draft and steps.index("supported") > last_draft
     calls = [data.get("llm_call") for kind, data in events if kind == "status" and data.get("llm_call")]
     assert calls == ["generate", "supported", "useful"], "each call reported once, in order"
     assert kinds[-1] == "answer"
     final = events[-1][1]
-    assert final["outcome"] == "answered" and "".join(t["text"] for t in tokens) == final["answer"]
+    assert final["outcome"] == "answered" and [t["text"] for t in tokens if t["draft"] == 2] == [
+        final["answer"]
+    ]
+    assert "".join(t["text"] for t in tokens if t["draft"] == 1) in final["answer"], "the checked draft leads"
 
 
-async def test_a_streamed_answer_with_an_untraceable_figure_is_replaced_by_the_could_not_verify_message(
+async def test_a_streamed_answers_untraceable_figure_is_dropped_and_never_shown_in_the_answer(
     tmp_path, embedder
 ):
-    """Every draft states a figure no document writes: the text streamed is never shown as an
-    answer. The figure check fails each draft without asking the LLM, and the final event, which
-    replaces the streamed text, says it could not verify an answer and lists the best sources."""
+    """The draft states a figure no document writes: it streams while written, but the answer
+    that replaces it drops that sentence (code finds the figure in no cited unit, without
+    asking the LLM) and keeps the sentence the document states, with the document quoted."""
     events = await stream_one_question(
         tmp_path, embedder, FakeLLMServer(token_delay_s=0.001, invent_figure=True)
     )
@@ -124,13 +137,14 @@ async def test_a_streamed_answer_with_an_untraceable_figure_is_replaced_by_the_c
     first_draft = "".join(t["text"] for t in tokens if t["draft"] == 1)
     assert "$47,913" in first_draft, "the draft streamed while it was written"
     statuses = [data for kind, data in events if kind == "status"]
-    checks = [s for s in statuses if s["step"] == "supported"]
-    assert checks and all(c["verdict"] == "no" and c["unstated_figures"] == ["$47,913"] for c in checks)
+    [composed] = [s for s in statuses if s["step"] == "compose"]
+    assert [(d["reason"], d["detail"]) for d in composed["dropped"]] == [("figure", ["$47,913"])]
     assert "supported" not in [s.get("llm_call") for s in statuses], "no LLM is asked about such a draft"
     final = events[-1][1]
-    assert events[-1][0] == "answer" and final["outcome"] == "unverified"
-    assert final["answer"].startswith("I could not produce an answer") and "47,913" not in final["answer"]
-    assert final["citations"], "the best sources are still listed"
+    assert events[-1][0] == "answer" and final["outcome"] == "answered"
+    assert final["verdicts"] == {"supported": "code", "useful": "code"}
+    assert "47,913" not in final["answer"] and final["answer"] == tokens[-1]["text"]
+    assert "“" in final["answer"] and final["citations"], "the document's words, with their sources"
 
 
 async def test_bad_requests_get_clear_4xx_errors(client):

@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from index_build.builder import ingest
+from pipeline.wording import EVIDENCE_HEADING
 from server.doors.cli import main as cli_main
 from server.doors.launch import http_app
 from server.doors.mcp_server import build_mcp_server
@@ -96,7 +97,9 @@ async def test_ask_matches_the_cli_and_reports_each_step_as_progress(service, se
     assert answer["outcome"] == "answered" and "[1]" in answer["answer"]
     assert [v for v, _ in progress] == list(range(1, len(progress) + 1))
     messages = [m for _, m in progress]
-    assert messages[0] == "received" and "generate" in messages and "useful: yes" in messages
+    assert messages[0] == "received" and "generate" in messages and "supported: yes" in messages
+    evidence = next(m for m in messages if m and m.startswith(EVIDENCE_HEADING))
+    assert "15 April" in evidence and messages.index(evidence) < messages.index("generate"), "evidence first"
     writing = [m for m in messages if m and m.startswith("writing: ")]
     assert writing and messages.index(writing[0]) < messages.index("generate"), "the answer, as it is written"
 

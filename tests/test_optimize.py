@@ -66,7 +66,7 @@ def test_feedback_becomes_examples_with_references_and_rejected_answers():
     assert examples["q1"].positive and examples["q1"].reference_sources == ("file:///a.pdf",)
     assert examples["q1"].rejected is None
     assert not examples["q2"].positive and examples["q2"].rejected == "Revenue was 12 [1]."
-    assert examples["q3"].reference == "It was $1,234 million." and examples["q3"].gold_docs == "3 *.pdf"
+    assert examples["q3"].reference == "It was $1,234 million." and examples["q3"].gold_docs == ("3 *.pdf",)
     assert examples["q6"].positive and examples["q6"].rejected == "It was $9 million."
 
 
@@ -92,7 +92,7 @@ def answered(text: str, source: str = "/docs/2023 Q1 AAPL.pdf", outcome: str = "
 
 
 def test_an_answer_scores_by_gold_figures_gold_documents_and_faithfulness():
-    example = FeedbackExample("q", reference="Sales were $81,797 million.", gold_docs="2023 Q1 AAPL.pdf")
+    example = FeedbackExample("q", reference="Sales were $81,797 million.", gold_docs=("2023 Q1 AAPL.pdf",))
     assert answer_score(example, answered("Sales were $81,797 million [1]."), 1.0, {}) == 1.0
     assert answer_score(example, answered("Sales were $90,000 million [1]."), 1.0, {}) == pytest.approx(2 / 3)
     wrong_document = answered("Sales were $81,797 million [1].", source="/docs/2023 Q1 MSFT.pdf")

@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestClient
 from slack_sdk.signature import SignatureVerifier
 
 from bots.common import NOT_ENABLED, WRITING
+from pipeline.wording import EVIDENCE_HEADING
 from server.doors.chat_bots import mount_slack
 from server.service import DocfinderService
 from tests.fake_chat import BotServer, FakeSlackAPI
@@ -105,12 +106,18 @@ async def test_a_mention_gets_a_placeholder_progress_then_the_answer_in_its_thre
     updates = api.made("chat.update")
     assert all(u["ts"] for u in updates)
     progress = [u["text"] for u in updates[:-1]]
-    assert any("Searching the documents" in t for t in progress) and any("Writing" in t for t in progress)
+    assert any("Searching the documents" in t for t in progress)
+    shown = next(t for t in progress if t.startswith(EVIDENCE_HEADING))
+    assert "15 April" in shown and shown.endswith(WRITING), "the documents' words while the answer is written"
     blocks = updates[-1]["blocks"]
     blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
     assert blocks[0]["type"] == "section" and "[1]" in blocks[0]["text"]["text"]
+    assert (
+        "“Proposals are submitted through the Observing Tool before the deadline on 15 April.” [1]"
+        in (blocks[0]["text"]["text"])
+    ), "the answer quotes the document's words"
     evidence = blocks[1]["text"]["text"]
-    assert evidence.startswith("> [1] ") and "15 April" in evidence, "the quoted evidence, verbatim"
+    assert evidence.startswith("> [") and "“" not in evidence, "more evidence, verbatim"
     sources = blocks[2]["elements"][0]["text"]
     assert sources.startswith("[1] ") and "Proposal preparation" in sources
     assert "file://" not in sources and "/tmp" not in json.dumps(blocks), "no server paths in chat"
@@ -135,10 +142,18 @@ async def test_the_answer_is_edited_in_progressively_while_it_is_written(slack, 
     edits = [
         (t, params) for t, (name, params) in zip(api.times, api.calls, strict=True) if name == "chat.update"
     ]
-    drafts = [(t, p["text"].removesuffix(f" {WRITING}")) for t, p in edits if p["text"].endswith(WRITING)]
+    drafts = [  # below the evidence shown first
+        (t, p["text"].removesuffix(f" {WRITING}").split("\n\n")[-1])
+        for t, p in edits
+        if p["text"].endswith(f" {WRITING}") and p["text"].startswith(EVIDENCE_HEADING)
+    ]
     final = edits[-1][1]["text"]
     assert len(drafts) >= 2, "the answer appears while it is written"
-    assert all(final.startswith(text) for _, text in drafts), "each draft is a beginning of the answer"
+    assert all(final.startswith(text) for _, text in drafts), (
+        "each draft is a beginning of the answer",
+        drafts,
+        final,
+    )
     assert len(drafts[0][1]) < len(drafts[-1][1]) < len(final)
     times = [t for t, _ in edits]
     for when, _ in drafts:  # each draft waits a second after the edit before it

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from bots.common import NOT_ENABLED
+from pipeline.wording import EVIDENCE_HEADING
 from server.doors.chat_bots import mount_teams
 from tests.fake_chat import BotServer, FakeConnector
 from tests.fake_llm import FakeLLMServer
@@ -79,8 +80,10 @@ async def test_a_mention_gets_typing_then_an_adaptive_card_with_sources(teams):
     card = reply["attachments"][0]
     assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
     texts = [block["text"] for block in card["content"]["body"]]
-    assert "[1]" in texts[0] and texts[1] == "Evidence"
-    assert texts[2].startswith("[1] “") and "15 April" in texts[2], "the quoted evidence, verbatim"
+    assert "[1]" in texts[0] and "15 April" in texts[0], "the answer quotes the document's words"
+    assert texts[1] == "Evidence" and texts[2].startswith("[") and "“" in texts[2], "more evidence, verbatim"
+    assert reply["_replaces"].startswith(EVIDENCE_HEADING), "the answer replaces the evidence shown first"
+    assert [u["id"] for u in connector.updates] == [reply["id"]]
     sources = texts.index("Sources")
     source = texts[sources + 1]
     assert source.startswith("[1] ") and "Proposal preparation" in source

@@ -23,7 +23,7 @@ from pipeline.errors import ConfigurationError, DocfinderError
 from pipeline.ordering import CONTEXT_ORDERS
 from pipeline.retrieval import SEARCH_MODES
 from pipeline.streaming import AnswerToken
-from pipeline.wording import describe_step, status_text
+from pipeline.wording import describe_step, evidence_preview, status_text
 from server.doors.cli_output import (
     RichIngestProgress,
     print_answer,
@@ -36,6 +36,7 @@ from server.doors.cli_output import (
     print_index_info,
     print_ingest_report,
     print_trace,
+    shown,
 )
 from server.doors.responses import answer_out, search_out, to_json
 from server.models.factories import context_config
@@ -325,9 +326,14 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
                 status.update(status_text(event["step"]) or f"{event['step'].replace('_', ' ')}…")
                 if not args.json:
                     err.print(f"[dim]{event['t']:6.1f}s {escape(describe_step(event))}[/]")
+                    preview = evidence_preview(event)
+                    if preview is not None:  # the documents' words first, the answer when it is checked
+                        err.print(escape(shown(preview)))
 
             async def on_token(token: AnswerToken) -> None:
                 # The answer as it is written, under the spinner; the checked answer replaces it.
+                if token.composed:  # the answer itself is printed next
+                    return
                 draft = f" (draft {token.draft})" if token.draft > 1 else ""
                 status.update(f"writing the answer{draft}…\n[dim]{escape(token.answer_so_far)}[/]")
 

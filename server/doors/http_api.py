@@ -185,8 +185,10 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
             body.question,
             conversation_id=body.conversation_id,
             collections=body.collections,
-            on_status=lambda event: send("status", event),
-            on_token=lambda token: send("token", {"text": token.text, "draft": token.draft}),
+            on_status=lambda event: _status_and_evidence(send, event),
+            on_token=lambda token: send(
+                "token", {"text": token.text, "draft": token.draft, "composed": token.composed}
+            ),
             caller=request[CALLER],
         )
     )
@@ -246,3 +248,13 @@ async def _feedback(request: web.Request) -> web.Response:
     )
     reply = FeedbackOut(feedback_id=record.feedback_id, answer_id=record.answer_id)
     return web.json_response(to_json(reply), status=201)
+
+
+async def _status_and_evidence(
+    send: Callable[[str, dict[str, Any]], Awaitable[None]], event: dict[str, Any]
+) -> None:
+    """A status event; the ``evidence`` step is also sent as an ``evidence`` event of its own, so
+    a client shows the documents' words as soon as they are found (the ``answer`` event follows)."""
+    await send("status", event)
+    if event["step"] == "evidence":
+        await send("evidence", {"quotes": event["quotes"], "request_id": event.get("request_id")})

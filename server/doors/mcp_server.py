@@ -25,7 +25,7 @@ from pipeline.errors import DocfinderError, TransientError
 from pipeline.retrieval import MAX_SEARCH_K
 from pipeline.streaming import DRAFT_INTERVAL_S, AnswerToken
 from pipeline.types import Chunk
-from pipeline.wording import describe_step
+from pipeline.wording import describe_step, evidence_preview
 from server.doors.asgi_mount import CALLER_STATE, asgi_handler
 from server.doors.auth import Authenticator
 from server.doors.responses import (
@@ -96,12 +96,12 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         async def progress(event: dict[str, Any]) -> None:
             nonlocal steps
             steps += 1
-            await ctx.report_progress(steps, message=describe_step(event))
+            await ctx.report_progress(steps, message=evidence_preview(event) or describe_step(event))
 
         async def draft(token: AnswerToken) -> None:
             nonlocal steps, last_draft_sent
-            if time.monotonic() - last_draft_sent < DRAFT_INTERVAL_S:
-                return
+            if token.composed or time.monotonic() - last_draft_sent < DRAFT_INTERVAL_S:
+                return  # the composed answer is the tool's result, right after
             last_draft_sent = time.monotonic()
             steps += 1
             await ctx.report_progress(steps, message=f"writing: {token.answer_so_far[-MAX_DRAFT_CHARS:]}")
