@@ -5,26 +5,29 @@ understand (condense, classify_query, review_query: one LLM call; skipped on a c
   → retrieve → grade_documents
   → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
      then a "no documents" answer without calling generate)
-  → generate → cite_figures (a figure the answer takes from a passage it does not cite gets
-     that passage's citation) → supported (every figure stated by the evidence the answer
-     cites, then the LLM asked in the next turn of generate's conversation) → useful (both
-     checks at once on a server LLM)
-  → (a check fails: first the sparse-information fallback, then transform_query and retry,
-     at most ``max_rewrites`` times, then an answer that says it could not be verified and
-     still lists the best sources).
+  → evidence (the strongest units, reported before the LLM is called, so every door shows
+     the documents' words at once)
+  → generate (one or two cited sentences) → cite_figures (a figure the answer takes from a
+     passage it does not cite gets that passage's citation) → compose (code keeps the
+     sentences it can trace to the cited evidence and quotes the units that carry them,
+     :mod:`pipeline.extractive`; "the documents do not say" ends here, with the nearest
+     evidence) → supported (the LLM asked in the next turn of generate's conversation;
+     usefulness is decided by code, and also asked of a server LLM at the same time)
+  → (a draft fails: first the sparse-information fallback, else transform_query and retry;
+     after two failed drafts, the evidence that best matches the question, quoted).
 
 Every step is recorded in the trace and sent to ``on_status`` as it happens; the event that
 reports an LLM call names it (``llm_call``) and carries its tokens. With ``on_token``, the
-generate call streams: the answer's text goes to ``on_token`` as the LLM writes it (each new
-draft, after a failed check, numbered so that it replaces the text shown), and the checks run
-after it. Grading uses the retrieval scores, not the LLM. So an answer whose checks pass costs
-four LLM calls, three when understanding is skipped. When the LLM is down or too slow, the
-user gets a clear message and the sources retrieved so far.
+generate call streams: the draft's text goes to ``on_token`` as the LLM writes it (each new
+draft numbered so that it replaces the text shown), then the composed answer as the last
+token. Grading uses the retrieval scores, not the LLM. So an answer that passes costs two LLM
+calls, three when the question is understood first, and never more than five. When the LLM
+is down or too slow, the user gets a clear message and the sources retrieved so far.
 Retrieval comes in as a plain async callable that returns numbered passages (evidence
 units grouped by chunk, or whole chunks), so the module knows nothing of indexes.
 
-Every answer carries quoted evidence: up to five units of the cited passages, chosen by
-the figures and words the answer uses (:mod:`pipeline.quotes`), in the document's words.
+Under the answer come further quoted evidence units (:mod:`pipeline.quotes`), never one the
+answer quotes already.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ UNVERIFIED = (
     "The documents do not say this clearly enough for a short answer. What they say that comes closest:"
 )
 MAX_FAILED_ANSWERS = 2  # drafts whose checks failed before the best evidence is quoted instead
+MAX_LLM_CALLS = 5  # a retry that would take more is not started: the evidence is quoted instead
 EVIDENCE_PREVIEW = 3  # units shown as soon as the evidence is found
 LLM_UNAVAILABLE = (
     "The language model is not available right now, so I cannot write an answer. These sources look relevant:"
@@ -247,6 +251,7 @@ class _Run:
         self.on_token = on_token
         self.drafts = 0
         self.streamed = False  # whether any draft's text reached the token sink
+        self.calls_made = 0
         self.trace: list[dict[str, Any]] = []
         self.question = ""
         self.domain: str | None = None
@@ -278,6 +283,7 @@ class _Run:
         ``continues``, the call is the next turn of that conversation."""
         prediction, tokens = await self._ask(predictor, stream, inputs, raw, continues)
         self.llm_calls.append((name, tokens))
+        self.calls_made += 1
         return prediction
 
     async def _ask(
@@ -423,11 +429,12 @@ class _Run:
                 failed += 1
                 if failed >= MAX_FAILED_ANSWERS:
                     break
-            if not sparse_tried:
+            draft_calls = 3 if limits.concurrent_checks else 2  # generate, supported (and useful)
+            if not sparse_tried and self.calls_made + draft_calls <= MAX_LLM_CALLS:
                 sparse_tried = True
                 passages = await self._add_sparse(passages)
                 continue
-            if rewrites >= limits.max_rewrites:
+            if rewrites >= limits.max_rewrites or self.calls_made + 1 + draft_calls > MAX_LLM_CALLS:
                 break
             rewrites += 1
             problem = "the answer was not supported by the passages or did not answer the question"
@@ -611,6 +618,7 @@ class _Run:
                     raise reply
             (supported_reply, supported_tokens), (useful_reply, useful_tokens) = replies  # type: ignore[misc]
             self.llm_calls += [("supported", supported_tokens), ("useful", useful_tokens)]
+            self.calls_made += 2
             supported, useful = supported_reply.supported, useful_reply.useful
         else:
             supported = (
