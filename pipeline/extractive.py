@@ -50,12 +50,13 @@ _NEGATION = re.compile(
 _POSSESSIVE = re.compile(r"['’]s?$")
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _REFUSAL = re.compile(
-    r"\b(?:do(?:es)?\s+not|don't|doesn't|cannot|can't)\s+"
-    r"(?:say|state|answer|contain|mention|specify|provide|include|name|give|list|identify|disclose)"
+    r"\b(?:do(?:es)?\s+not|don't|doesn't|did\s+not|cannot|could\s+not|can't)\s+"
+    r"(?:say|state|answer|contain|mention|specify|provide|include|give|find|list|name|identify|disclose)"
     r"|\bnot\s+(?:stated|mentioned|specified|provided|given|found|disclosed|listed|available)\b"
-    r"|\bno\s+(?:information|mention)\b",
+    r"|\bno\s+(?:information|mention|details?)\b",
     re.IGNORECASE,
 )
+_QUOTED = re.compile(r"“[^”]*”")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +132,9 @@ def quoted_evidence(
 
 
 def says_documents_do_not_answer(reply: str) -> bool:
-    """Whether the model's reply says the evidence does not answer the question."""
-    return bool(_REFUSAL.search(reply))
+    """Whether a reply says the evidence does not answer the question; the documents' own words
+    quoted in it (“...”) are not the reply's ("the wreckage did not reveal ...")."""
+    return bool(_REFUSAL.search(_QUOTED.sub(" ", reply)))
 
 
 def answer_sentences(reply: str) -> list[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import ConfigurationError
+from pipeline.extractive import says_documents_do_not_answer
 
 _FOLDED = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "‑": "-", "\u00a0": " "})
 _SPACE = re.compile(r"\s+")
@@ -124,23 +125,11 @@ def corpus_name(docs: Path) -> str:
     return docs.parent.name if docs.name == "docs" else docs.name
 
 
-_REFUSAL = re.compile(
-    r"\b(?:do(?:es)?\s+not|don't|doesn't|did\s+not|cannot|could\s+not|can't)\s+"
-    r"(?:say|state|answer|contain|mention|specify|provide|include|give|find|list|name|identify|disclose)"
-    r"|\bnot\s+(?:stated|mentioned|specified|provided|given|found|disclosed|listed|available)\b"
-    r"|\bno\s+(?:information|mention|details?)\b",
-    re.IGNORECASE,
-)
-
-
 def says_not_answered(answer: str) -> bool:
     """Whether an answer's text says that the documents do not answer the question.
 
     One rule for every system compared (the agent and the plain baseline alike), read from the
-    text the user sees, not from an outcome code only one of them has; the documents' own words
-    quoted in it (“...”) are not the answer's ("the wreckage did not reveal ...").
+    text the user sees, not from an outcome code only one of them has: the rule the agent
+    itself uses to recognise its model's refusal (:func:`pipeline.extractive.says_documents_do_not_answer`).
     """
-    return _REFUSAL.search(_QUOTED.sub(" ", answer)) is not None
-
-
-_QUOTED = re.compile(r"“[^”]*”")
+    return says_documents_do_not_answer(answer)
