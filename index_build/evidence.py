@@ -39,8 +39,8 @@ MIN_SENTENCE_WORDS = 3
 # Bump when the units this module makes, or how their vectors are made, or how PDFs are read
 # into paragraphs, change: an index built by another version is rebuilt (2: unit vectors pooled
 # from their chunk, see unit_spans; 3: paragraphs by the PDF's line spacing, inline numbered
-# lists cut into items, no sentence end after an abbreviation or initial).
-EVIDENCE_VERSION = 3
+# lists cut into items, no sentence end after an abbreviation or initial; 4: inline bullets).
+EVIDENCE_VERSION = 4
 _MAX_CAPTION_WORDS = 30
 
 

@@ -6,7 +6,8 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
 1. the model's reply is cut into sentences, and each is kept only if code can trace it to the
    evidence it cites: every figure stated by a cited unit (:func:`pipeline.figures.unstated_figures`),
    every name it writes (a capitalised word past the sentence's first, an acronym's expansion)
-   found in the cited evidence or the question, and no "yes" where the evidence that answers
+   found in the evidence or the question (a small model often cites the neighbouring passage;
+   a wrong citation is not an invented name), and no "yes" where the evidence that answers
    the question says "not" / "no" / "precludes";
 2. what is kept must say something the question did not: a figure, or a word of the evidence
    the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped;
@@ -178,7 +179,7 @@ def _problem(
     unstated = unstated_figures(sentence, stated) if check_figures else set()
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
-    unknown = _unknown_names(sentence, stated, question)
+    unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)
     if unknown:
         return DroppedSentence(sentence, "name", tuple(unknown))
     if _YES.search(sentence) and _answering_unit_negates(question, passages, own):

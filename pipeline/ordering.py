@@ -36,6 +36,8 @@ _NOT_AN_END = re.compile(
     re.IGNORECASE,
 )
 _INLINE_MARKER = re.compile(r"(?:(?<=\s)|^)(\d{1,2})[.)]\s+(?=\S)")
+_INLINE_BULLET = re.compile(r"(?:(?<=\s)|^)[•▪◦]\s*(?=\S)")
+_SENTENCE_CLOSE = re.compile(r"[.!?:;]\s*$")
 _WORD = re.compile(r"\w+")
 
 
@@ -82,11 +84,13 @@ def _sentences_of(text: str) -> list[str]:
 
 
 def _list_items(block: str) -> list[str]:
-    """A paragraph holding a numbered list inline ("Findings 1. OBJECT - TREE(S) 2. (C) ...") cut
-    before each item, so each item is a unit of its own; any other paragraph whole.
+    """A paragraph holding a list inline ("Findings 1. OBJECT - TREE(S) 2. (C) ...", "... days.
+    • Answered 82 percent of calls. • Processed ...") cut before each item, so each item is a
+    unit of its own; any other paragraph whole.
 
     Only markers numbered 1, 2, 3, ... in order count, so "Item 2." or "Note 4." in running
-    text never starts an item.
+    text never starts an item; a bullet (•, ▪, ◦) starts one wherever it stands, unless it is
+    the only one and follows unfinished text.
     """
     cuts: list[int] = []
     expected = 1
@@ -95,6 +99,8 @@ def _list_items(block: str) -> list[str]:
             cuts.append(match.start())
             expected += 1
     if len(cuts) < 2:
+        cuts = [m.start() for m in _INLINE_BULLET.finditer(block)]
+    if not cuts or (len(cuts) < 2 and cuts[0] > 0 and not _SENTENCE_CLOSE.search(block[: cuts[0]])):
         return [block]
     bounds = [0, *cuts, len(block)]
     return [block[a:b].strip() for a, b in zip(bounds, bounds[1:]) if block[a:b].strip()]

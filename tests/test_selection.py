@@ -92,6 +92,22 @@ def test_sentences_and_table_rows_are_split():
     ]
 
 
+def test_a_list_written_inline_splits_into_its_items_and_running_text_does_not():
+    bullets = "Claims fell 71 percent. • Answered 82 percent of calls. • Processed payments in 5 days."
+    assert split_sentences(bullets) == [
+        "Claims fell 71 percent.",
+        "• Answered 82 percent of calls.",
+        "• Processed payments in 5 days.",
+    ]
+    assert split_sentences("Costs rose • sharply.") == ["Costs rose • sharply."], (
+        "one bullet inside a sentence"
+    )
+    assert split_sentences("See Item 2. Management's discussion. Note 4. Leases.") == [
+        "See Item 2. Management's discussion.",
+        "Note 4. Leases.",
+    ], "a numbered heading in running text starts no item"
+
+
 def planted(clusters=3, per=6, dims=12, seed=0):
     rng = np.random.default_rng(seed)
     centres = np.eye(dims)[:clusters] * 5
