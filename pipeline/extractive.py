@@ -16,8 +16,8 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    :func:`pipeline.quotes.choose_quotes` from the passages the model cited. Nothing quoted is
    ever retyped by the model.
 
-A reply that says the documents do not answer is kept as such, with the nearest evidence
-quoted, so that the user sees why.
+A reply that opens by saying the documents do not answer is kept as such, with the nearest
+evidence quoted, so that the user sees why (said later, it qualifies an answer and is kept).
 """
 
 from __future__ import annotations
@@ -93,14 +93,15 @@ def compose_answer(
     and saying something new are still checked).
     """
     cited = _cited(reply, len(passages))
-    if says_documents_do_not_answer(reply):
+    sentences = answer_sentences(reply)
+    if sentences and says_documents_do_not_answer(sentences[0]):  # later, it qualifies an answer
         nearest = choose_quotes(None, passages, (), limit=2)
         text = "\n".join([f"{NOT_IN_DOCUMENTS} {NEAREST_EVIDENCE}", *_quote_lines(nearest)])
         return ComposedAnswer(text, "not_in_documents", "", nearest)
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
-    for sentence in answer_sentences(reply):
+    for sentence in sentences:
         problem = _problem(sentence, question, evidence, cited, passages, check_figures)
         if problem is None:
             kept.append(sentence)

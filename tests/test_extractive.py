@@ -90,6 +90,16 @@ def test_a_reply_that_the_documents_do_not_answer_says_so_and_quotes_the_nearest
     assert "“Participants use a head-mounted display for 30 minutes.” [1]" in answer.text
 
 
+def test_a_refusal_after_an_answer_qualifies_it_and_does_not_replace_it():
+    evidence = passages("The trial recruits 24 participants with tetraplegia.")
+    answer = compose_answer(
+        "How many take part, and who funds it?",
+        "The trial recruits 24 participants [1]. The documents do not say who funds it.",
+        evidence,
+    )
+    assert answer.kind == "answer" and answer.kept.startswith("The trial recruits 24 participants [1].")
+
+
 def test_a_table_row_is_quoted_with_each_figure_beside_its_column_label():
     header = "| | Three Months Ended July 1, 2023 | Three Months Ended June 25, 2022 |"
     row = "| Total net sales | 81,797 | 82,959 |"
