@@ -33,6 +33,7 @@ answer quotes already.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 import time
@@ -52,6 +53,8 @@ from pipeline.streaming import AnswerToken, StreamedField
 from pipeline.text import analyze
 from programs.continuation import Conversation, continuing, current_adapter, reply_text
 from programs.signatures import Generate, Supported, Transform, Understand, Useful
+
+log = logging.getLogger(__name__)
 
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
 
@@ -305,18 +308,21 @@ class _Run:
         try:
             with dspy.track_usage() as usage:  # this call's tokens only (a contextvar: safe per task)
                 prediction = await asyncio.wait_for(reply, timeout=self.agent.limits.llm_timeout_s)
+        # The message reaches clients (the trace, chat replies): it names what went wrong, never
+        # the server's address or model; the log has the details.
         except TimeoutError as exc:
             raise LLMUnavailableError(
                 f"no answer from the language model in {self.agent.limits.llm_timeout_s:g} s"
             ) from exc
         except _unavailable_errors() as exc:
-            raise LLMUnavailableError(f"the language model cannot be reached: {exc}") from exc
+            log.warning("the language model cannot be reached: %s", exc)
+            raise LLMUnavailableError("the language model cannot be reached") from exc
         except _parse_errors() as exc:
-            raise LLMUnavailableError(f"the language model's reply could not be read: {exc}") from exc
+            log.warning("the language model's reply could not be read: %s", exc)
+            raise LLMUnavailableError("the language model's reply could not be read") from exc
         except _too_long_errors() as exc:
-            raise LLMUnavailableError(
-                f"the prompt is longer than the language model's window: {exc}"
-            ) from exc
+            log.warning("the prompt is longer than the language model's window: %s", exc)
+            raise LLMUnavailableError("the prompt is longer than the language model's window") from exc
         by_model = usage.get_total_tokens().values()
         tokens = {
             "prompt": sum(u.get("prompt_tokens") or 0 for u in by_model),

@@ -201,7 +201,8 @@ class DocfinderService:
         self._store_lock = threading.Lock()
         self._agent: AnswerAgent | None = None
         self._searches = WorkPool(settings.max_concurrent_searches, settings.search_queue, "search")
-        self.llm_state = "not started"  # "ready", or "unreachable: …" once start_llm has looked
+        # "ready" or "unreachable" once start_llm has looked, then as the last question found it
+        self.llm_state = "not started"
         self.program = ProgramInfo()  # the answering program; a compiled one is loaded with the agent
 
     async def __aenter__(self) -> DocfinderService:
@@ -237,7 +238,7 @@ class DocfinderService:
             problem = None
         else:
             problem = await probe_llm_server(base, self.settings.llm_api_key.get_secret_value())
-        self.llm_state = "ready" if problem is None else f"unreachable: {problem}"
+        self.llm_state = "ready" if problem is None else "unreachable"  # /healthz is open: no address
         if problem is not None:
             log.error(
                 "the LLM server at %s does not answer (%s): questions get 'LLM unavailable' until it does "
@@ -424,6 +425,8 @@ class DocfinderService:
                         sparse_available=sparse_available,
                         on_token=on_token,
                     )
+                if server is None:
+                    self._observe_llm(answer)
                 if answer.outcome != "llm_unavailable" or server is None:
                     return answer
                 # The embedded model's server died under this question: answer it again once it is back.
@@ -786,6 +789,14 @@ class DocfinderService:
             "llm": self._llm_health(),
             "program": self.program.name,
         }
+
+    def _observe_llm(self, answer: AgentAnswer) -> None:
+        """A server LLM's health as the last question found it: unreachable when it could not be
+        asked, ready again once a call succeeded (the embedded server reports its own state)."""
+        if answer.outcome == "llm_unavailable":
+            self.llm_state = "unreachable"
+        elif any("llm_call" in event for event in answer.trace):
+            self.llm_state = "ready"
 
     def _llm_health(self) -> str:
         """The LLM's state: the embedded server's once started (``restarting`` after a crash,

@@ -634,3 +634,24 @@ async def test_mcp_accepts_the_public_host_and_hits_hide_server_paths(server, in
         not h["source"].startswith("/") and str(index.parent) not in h["source"] for h in hits
     )
     assert {h["source"].split("/")[0] for h in hits} <= {"handbook", "private"}
+
+
+# 8. With the LLM down, the answer showed the LLM's address and /healthz still said "ready".
+
+
+async def test_an_llm_gone_down_shows_in_health_and_its_address_reaches_no_client(server):
+    llm = FakeLLMServer()
+    with llm:
+        client, service = await server(llm_api_base=llm.url)
+        asked = await client.post(
+            "/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA)
+        )
+        assert asked.status == 200 and (await client.get("/healthz")).status == 200
+        assert (await (await client.get("/healthz")).json())["llm"] == "ready"
+    down = await client.post("/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA))
+    body = await down.text()
+    assert json.loads(body)["outcome"] == "llm_unavailable"
+    for internal in ("127.0.0.1", str(llm.port), service.settings.llm_model):
+        assert internal not in body, f"{internal!r} reached the client"
+    health = await (await client.get("/healthz")).text()
+    assert json.loads(health)["llm"] == "unreachable" and str(llm.port) not in health

@@ -147,7 +147,10 @@ class HealthOut(_Reply):
     index_version: str | None = Field(description="the version this process serves")
     live_version: str | None = Field(description="the version live on disk (served from the next search on)")
     searches_waiting: int
-    llm: str = Field(description="'ready', 'not started' or 'unreachable: …'")
+    llm: str = Field(
+        description="'ready', 'not started' or 'unreachable' (a server LLM: as the last question found it); "
+        "the embedded model: 'ready', 'restarting' or 'cannot run'"
+    )
     program: str = Field(description="the answering program: 'built-in' or a compiled program's name")
 
 
