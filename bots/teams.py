@@ -25,6 +25,7 @@ import asyncio
 import json
 import logging
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,8 +88,10 @@ class OpenIdMetadata:
 
     Keys are kept for a day; an unknown key id refreshes them at most once an hour. A failed
     fetch is remembered: until its back-off (30 s, doubling up to 15 min) has passed, tokens
-    are refused at once instead of fetching again. It stands in for botbuilder's own class of
-    the same role: ``get`` returns an object with ``public_key`` and ``endorsements``.
+    are refused at once instead of fetching again. One fetch runs at a time: requests that
+    arrive during it wait for its outcome instead of fetching too, so an outage costs one fetch
+    and one back-off step, however many requests it meets. It stands in for botbuilder's own
+    class of the same role: ``get`` returns an object with ``public_key`` and ``endorsements``.
     """
 
     def __init__(self, url: str, timeout_s: float = 5.0) -> None:
@@ -99,6 +102,10 @@ class OpenIdMetadata:
         self.retry_at = 0.0
         self.backoff_s = 0.0
         self.fetches = 0
+        # One lock per event loop: the cache outlives loops (botbuilder keeps it on a class).
+        self._fetching: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
 
     async def get(self, key_id: str) -> Any:
         now = time.monotonic()
@@ -113,9 +120,16 @@ class OpenIdMetadata:
         return _SigningKey(RSAAlgorithm.from_jwk(json.dumps(key)), key.get("endorsements", []))
 
     async def _refresh(self) -> None:
-        now = time.monotonic()
-        if now < self.retry_at:
-            raise PermissionError("the Bot Framework's signing keys are unavailable (retrying later)")
+        asked_at = time.monotonic()
+        lock = self._fetching.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
+            if self.fetched_at > asked_at:
+                return  # fetched while this request waited
+            if time.monotonic() < self.retry_at:
+                raise PermissionError("the Bot Framework's signing keys are unavailable (retrying later)")
+            await self._fetch()
+
+    async def _fetch(self) -> None:
         self.fetches += 1
         try:
             timeout = aiohttp.ClientTimeout(total=self.timeout_s)
@@ -129,12 +143,8 @@ class OpenIdMetadata:
         except (aiohttp.ClientError, TimeoutError, KeyError, ValueError) as exc:
             self.backoff_s = min(max(self.backoff_s * 2, 30.0), 900.0)
             self.retry_at = time.monotonic() + self.backoff_s
-            log.warning(
-                "could not fetch %s (%s); retrying in %.0f s",
-                self.url,
-                exc or type(exc).__name__,
-                self.backoff_s,
-            )
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            log.warning("could not fetch %s (%s); retrying in %.0f s", self.url, reason, self.backoff_s)
             raise PermissionError("the Bot Framework's signing keys are unavailable") from exc
         self.keys, self.fetched_at, self.backoff_s, self.retry_at = keys, time.monotonic(), 0.0, 0.0
 

@@ -655,3 +655,19 @@ async def test_an_llm_gone_down_shows_in_health_and_its_address_reaches_no_clien
         assert internal not in body, f"{internal!r} reached the client"
     health = await (await client.get("/healthz")).text()
     assert json.loads(health)["llm"] == "unreachable" and str(llm.port) not in health
+
+
+async def test_an_openid_outage_costs_one_fetch_and_one_back_off_step_however_many_requests_meet_it(caplog):
+    """Five seconds without the metadata endpoint used to lock all Teams traffic out for 15
+    minutes: each concurrent request fetched, and each failure doubled the shared back-off."""
+    from bots.teams import OpenIdMetadata
+
+    async with BlackHole() as hole:
+        metadata = OpenIdMetadata(hole.url, timeout_s=0.5)
+        with caplog.at_level(logging.WARNING, logger="bots.teams"):
+            outcomes = await asyncio.gather(*(metadata.get("kid") for _ in range(20)), return_exceptions=True)
+    assert all(isinstance(o, PermissionError) for o in outcomes)
+    assert metadata.fetches == 1 and hole.connections == 1, "the requests waited for the one fetch"
+    assert metadata.backoff_s == 30.0, "one failure, one back-off step"
+    [warning] = [r.getMessage() for r in caplog.records if "could not fetch" in r.getMessage()]
+    assert "(TimeoutError)" in warning or "TimeoutError:" in warning, "the log says why"
