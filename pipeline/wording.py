@@ -9,6 +9,7 @@ is never called two things.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from pipeline.errors import DocfinderError, InvalidRequestError, TransientError
@@ -100,3 +101,10 @@ def printable(text: str) -> str:
     (``\\x1b``, ``\\n``), so a file name or title can neither drive the terminal (retitle it,
     clear it) nor start a forged log line."""
     return _INVISIBLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def without_invisible(text: str) -> str:
+    """``text`` without control characters (line breaks and tabs kept) and invisible format
+    characters (zero-width spaces and joiners, bidirectional marks and overrides): a question
+    of only these asks nothing, and inside one they only hide what it says."""
+    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf"))

@@ -61,6 +61,7 @@ from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
 from pipeline.retrieval import MAX_SEARCH_K, SEARCH_MODES, Reranker, SearchRequest, retrieve
 from pipeline.types import Chunk, SearchHit
+from pipeline.wording import without_invisible
 from programs.saved import ProgramInfo, load_program
 from server.models.factories import (
     context_config,
@@ -527,8 +528,10 @@ class DocfinderService:
         return requested
 
     def check_question(self, question: str) -> str:
-        """The question stripped, or :class:`InvalidRequestError` when empty or over the length limit."""
-        question = question.strip()
+        """The question without control or invisible format characters (NUL, zero-width, bidi
+        overrides), stripped; :class:`InvalidRequestError` when nothing visible is left or it is
+        over the length limit."""
+        question = without_invisible(question).strip()
         if not question:
             raise InvalidRequestError("the question is empty")
         if len(question) > self.settings.max_question_chars:

@@ -172,6 +172,26 @@ async def test_bad_input_gives_clear_tool_errors_and_the_server_keeps_serving(se
         assert not (await client.call_tool("list_collections", {})).is_error
 
 
+async def test_tool_arguments_follow_the_rest_apis_rules_and_errors_never_echo_the_input(service, settings):
+    """MCP took ``k: true`` as 1, ignored unknown arguments and echoed the value it refused,
+    where REST refuses both and names only the field (issue 37); a question of NUL or
+    invisible characters was answered where "   " is refused."""
+    secret = "sk-live-0123456789"
+    async with Client(build_mcp_server(service, settings)) as client:
+        cases = {
+            "k": ("search", {"query": "proposal", "k": True}),
+            "colour": ("search", {"query": "proposal", "colour": "blue"}),
+            "rating": ("submit_feedback", {"answer_id": "a", "rating": secret}),
+            "the question is empty": ("ask", {"question": "\x00\x00\u200b\u202e"}),
+        }
+        for expected, (tool, arguments) in cases.items():
+            result = await client.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            text = result.content[0].text
+            assert expected in text and secret not in text and "blue" not in text, text
+        assert not (await client.call_tool("search", {"query": "proposal", "k": 2})).is_error
+
+
 async def test_feedback_through_mcp_is_stored_with_the_answer(service, settings):
     async with Client(build_mcp_server(service, settings)) as client:
         answer = (await client.call_tool("ask", {"question": QUESTION})).structured_content

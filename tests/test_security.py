@@ -671,3 +671,10 @@ async def test_an_openid_outage_costs_one_fetch_and_one_back_off_step_however_ma
     assert metadata.backoff_s == 30.0, "one failure, one back-off step"
     [warning] = [r.getMessage() for r in caplog.records if "could not fetch" in r.getMessage()]
     assert "(TimeoutError)" in warning or "TimeoutError:" in warning, "the log says why"
+
+
+async def test_a_question_of_only_control_or_invisible_characters_is_refused_like_blank_one(server):
+    client, _ = await server()
+    for question in ("\x00", "\x00\x00\x00", "\u200b\u200d", "\u202e\u2066 \t"):
+        response = await client.post("/v1/ask", json={"question": question}, headers=bearer(ALPHA))
+        assert response.status == 400 and "empty" in (await response.json())["error"], repr(question)

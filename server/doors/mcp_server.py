@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from aiohttp import web
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from pipeline.answers import FEEDBACK_LABELS, LOCAL_CALLER, Caller, Feedback
@@ -52,6 +53,17 @@ INSTRUCTIONS = (
 )
 
 
+def strict_arguments(tool: Tool) -> Tool:
+    """``tool`` with its arguments held to the REST API's rules: an unknown argument is refused
+    (not ignored), nothing is coerced (``k: true`` is not 1, ``"5"`` not 5), and a validation
+    error names the argument and the rule, never the value sent."""
+    model = tool.fn_metadata.arg_model
+    model.model_config.update(extra="forbid", strict=True, hide_input_in_errors=True)
+    model.model_rebuild(force=True)
+    tool.parameters = model.model_json_schema(by_alias=True)  # advertises additionalProperties: false
+    return tool
+
+
 def _tool_error(exc: DocfinderError) -> ToolError:
     hint = " (temporary: try again shortly)" if isinstance(exc, TransientError) else ""
     return ToolError(f"{exc}{hint}")
@@ -59,12 +71,13 @@ def _tool_error(exc: DocfinderError) -> ToolError:
 
 def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer:
     """The MCP server over an entered service (loaded once by whoever entered it)."""
-    mcp = MCPServer(name="docfinder", instructions=INSTRUCTIONS, version=_version())
     max_chars = settings.max_question_chars
+    tools: list[Tool] = []
 
     def tool(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         """Register ``fn`` as a tool described by its docstring (without the source indentation),
-        turning docfinder's errors into tool errors with their message."""
+        turning docfinder's errors into tool errors with their message, its arguments held to
+        the REST API's rules (:func:`strict_arguments`)."""
 
         @functools.wraps(fn)  # MCPServer reads the parameters and annotations through __wrapped__
         async def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -73,7 +86,10 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
             except DocfinderError as exc:
                 raise _tool_error(exc) from exc
 
-        return mcp.tool(description=inspect.cleandoc(fn.__doc__ or ""))(guarded)
+        tools.append(
+            strict_arguments(Tool.from_function(guarded, description=inspect.cleandoc(fn.__doc__ or "")))
+        )
+        return guarded
 
     @tool
     async def ask(
@@ -185,6 +201,8 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
             Feedback(answer_id, "mcp", rating=rating, label=label, comment=comment), caller=caller_of(ctx)
         )
         return FeedbackOut(feedback_id=record.feedback_id, answer_id=record.answer_id)
+
+    mcp = MCPServer(name="docfinder", instructions=INSTRUCTIONS, version=_version(), tools=tools)
 
     @mcp.resource(
         "docfinder://documents/{doc_id}",
