@@ -4,7 +4,8 @@ A small model paraphrases good evidence into vague or wrong sentences ("Yes, the
 announced a major acquisition [1]"). So the answer a user reads is built by code:
 
 1. the model's reply is cut into sentences, and each is kept only if code can trace it to the
-   evidence it cites: every figure stated by a cited unit (:func:`pipeline.figures.unstated_figures`),
+   evidence it cites: every figure stated by a cited unit or the question
+   (:func:`pipeline.figures.unstated_figures`),
    every name it writes (a capitalised word past the sentence's first, an acronym's expansion)
    found in the evidence or the question (a small model often cites the neighbouring passage;
    a wrong citation is not an invented name), and no "yes" where the evidence that answers
@@ -177,7 +178,8 @@ def _problem(
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
     own = _cited(sentence, len(passages)) or set(cited) or set(evidence)
     stated = "\n".join(evidence[n] for n in sorted(own))
-    unstated = unstated_figures(sentence, stated) if check_figures else set()
+    # A figure the question states is the user's, not the model's invention ("within 60 days").
+    unstated = unstated_figures(sentence, f"{stated}\n{question}") if check_figures else set()
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
     unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)

@@ -90,6 +90,16 @@ def test_a_reply_that_the_documents_do_not_answer_says_so_and_quotes_the_nearest
     assert "“Participants use a head-mounted display for 30 minutes.” [1]" in answer.text
 
 
+def test_a_figure_the_question_states_is_not_an_invented_one():
+    evidence = passages("Claims took 74 days on average, as the backlog grew by 20,000 USPS cases.")
+    answer = compose_answer(
+        "Why did OPM miss its goal of processing claims within 60 days?",
+        "It missed processing claims within 60 days because the backlog grew by 20,000 USPS cases [1].",
+        evidence,
+    )
+    assert answer.kind == "answer" and not answer.dropped
+
+
 def test_a_refusal_after_an_answer_qualifies_it_and_does_not_replace_it():
     evidence = passages("The trial recruits 24 participants with tetraplegia.")
     answer = compose_answer(
