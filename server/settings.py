@@ -308,6 +308,13 @@ class Settings(BaseSettings):
         le=1,
         description="How far a table row named by a best sentence of its document moves up to it.",
     )
+    evidence_document_floor: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="When the question names no document, a retrieved document is searched for evidence only "
+        "if its best unit scores at least this share of the best document's (depth before breadth; 0: all).",
+    )
     domains: dict[str, DomainSettings] = Field(
         default_factory=lambda: dict(DEFAULT_DOMAINS),
         description="Question domains (for the classifier) and their collection weights (w_coll).",

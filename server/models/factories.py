@@ -77,6 +77,7 @@ def evidence_config(settings: Settings) -> EvidenceConfig:
         table_weight=settings.evidence_table_weight,
         figure_weight=settings.evidence_figure_weight,
         mention_weight=settings.evidence_mention_weight,
+        document_floor=settings.evidence_document_floor,
     )
 
 
