@@ -11,7 +11,8 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    a wrong citation is not an invented name), and no "yes" where the evidence that answers
    the question says "not" / "no" / "precludes";
 2. what is kept must say something the question did not: a figure, or a word of the evidence
-   the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped;
+   the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped, and so is
+   a sentence that gives a passage's label (its document, heading and page) as the answer;
 3. the answer then quotes the evidence units that carry it, in the document's words, under
    their citation numbers (a table row as its cells beside their column labels), chosen by
    :func:`pipeline.quotes.choose_quotes` from the passages the model cited. Nothing quoted is
@@ -66,7 +67,7 @@ class DroppedSentence:
     """A sentence of the model's reply that code did not let through, and why."""
 
     sentence: str
-    reason: Literal["figure", "name", "negation", "says_nothing"]
+    reason: Literal["figure", "name", "negation", "label", "says_nothing"]
     detail: tuple[str, ...] = ()
 
 
@@ -176,12 +177,15 @@ def _problem(
     check_figures: bool,
 ) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
+    labels = [p.evidence_label() for p in passages]
     own = _cited(sentence, len(passages)) or set(cited) or set(evidence)
     stated = "\n".join(evidence[n] for n in sorted(own))
     # A figure the question states is the user's, not the model's invention ("within 60 days").
     unstated = unstated_figures(sentence, f"{stated}\n{question}") if check_figures else set()
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
+    if any(len(label) > 20 and label in sentence for label in labels):
+        return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
     unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)
     if unknown:
         return DroppedSentence(sentence, "name", tuple(unknown))
@@ -199,9 +203,11 @@ def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
 
 
 def _known_name(word: str, known: str) -> bool:
-    """Whether ``known`` (lower case) has ``word``, also without a possessive or plural "s"."""
+    """Whether ``known`` (lower case) has ``word``, also without a possessive or plural "s"; a
+    hyphenated name part by part ("Goal-Engagement-Accountability-Results" for "Goals-...")."""
     bare = _POSSESSIVE.sub("", word.lower().strip("."))
-    return any(form in known for form in {bare, bare.removesuffix("s")} if form)
+    parts = [part for part in bare.split("-") if part]
+    return all(any(form in known for form in {part, part.removesuffix("s")} if form) for part in parts)
 
 
 def _answering_unit_negates(question: str, passages: Sequence[Passage], cited: Collection[int]) -> bool:

@@ -100,6 +100,22 @@ def test_a_figure_the_question_states_is_not_an_invented_one():
     assert answer.kind == "answer" and not answer.dropped
 
 
+def test_a_passage_label_given_as_the_answer_is_dropped_and_a_hyphenated_name_is_read_part_by_part():
+    evidence = passages(
+        "Participants use a head-mounted display. Goals-Engagement-Accountability-Results (GEAR) pilots ran."
+    )
+    label = compose_answer(
+        "Which VR headset model does the study use?",
+        f"The headset model is the {evidence[0].evidence_label()}. [1]",
+        evidence,
+    )
+    assert [d.reason for d in label.dropped] == ["label"] and label.kind == "quotes"
+    gear = compose_answer(
+        "Which pilots ran?", "The Goal-Engagement-Accountability-Results (GEAR) pilots ran [1].", evidence
+    )
+    assert gear.kind == "answer" and not gear.dropped
+
+
 def test_a_refusal_after_an_answer_qualifies_it_and_does_not_replace_it():
     evidence = passages("The trial recruits 24 participants with tetraplegia.")
     answer = compose_answer(
