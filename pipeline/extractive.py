@@ -94,7 +94,7 @@ def compose_answer(
     Without ``check_figures`` a figure no cited unit states is let through (names, negations
     and saying something new are still checked).
     """
-    cited = _cited(reply, len(passages))
+    cited = cited_numbers(reply, len(passages))
     sentences = answer_sentences(reply)
     if sentences and says_documents_do_not_answer(sentences[0]):  # later, it qualifies an answer
         nearest = choose_quotes(None, passages, (), limit=2)
@@ -110,11 +110,11 @@ def compose_answer(
         else:
             dropped.append(problem)
     kept_text = " ".join(kept)
-    kept_evidence = [evidence[n] for n in sorted(_cited(kept_text, len(passages)) or cited)]
+    kept_evidence = [evidence[n] for n in sorted(cited_numbers(kept_text, len(passages)) or cited)]
     if kept and says_nothing_new(kept_text, question, kept_evidence):
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
-    kept_cited = _cited(kept_text, len(passages)) or cited
+    kept_cited = cited_numbers(kept_text, len(passages)) or cited
     quotes = choose_quotes(
         f"{question}\n{kept_text}", passages, kept_cited, lead_quotes, strongest_slots=0, fill=False
     )
@@ -177,14 +177,13 @@ def _problem(
     check_figures: bool,
 ) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
-    labels = [p.evidence_label() for p in passages]
-    own = _cited(sentence, len(passages)) or set(cited) or set(evidence)
+    own = cited_numbers(sentence, len(passages)) or set(cited) or set(evidence)
     stated = "\n".join(evidence[n] for n in sorted(own))
     # A figure the question states is the user's, not the model's invention ("within 60 days").
     unstated = unstated_figures(sentence, f"{stated}\n{question}") if check_figures else set()
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
-    if any(len(label) > 20 and label in sentence for label in labels):
+    if any(len(label) > 20 and label in sentence for label in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
     unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)
     if unknown:
@@ -228,7 +227,8 @@ def readable_unit(quote: QuoteCandidate) -> str:
     ).readable()
 
 
-def _cited(text: str, passages: int) -> set[int]:
+def cited_numbers(text: str, passages: int) -> set[int]:
+    """The passage numbers ``text`` cites that exist."""
     return {int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= passages}
 
 

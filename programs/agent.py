@@ -46,7 +46,7 @@ import dspy
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink, citation_link
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import LLMUnavailableError
-from pipeline.extractive import ComposedAnswer, compose_answer, quoted_evidence
+from pipeline.extractive import ComposedAnswer, cited_numbers, compose_answer, quoted_evidence
 from pipeline.figure_citations import cite_figure_sources
 from pipeline.quotes import choose_quotes
 from pipeline.streaming import AnswerToken, StreamedField
@@ -104,11 +104,6 @@ def estimated_llm_tokens(text: str) -> int:
     """
     digits = sum(c.isdigit() for c in text)
     return digits + math.ceil((len(text) - digits) / 1.8)
-
-
-def cited_numbers(answer: str, passages: int) -> set[int]:
-    """The passage numbers ``answer`` cites that exist."""
-    return {int(n) for n in _CITATION.findall(answer) if 1 <= int(n) <= passages}
 
 
 def cited_passages(passages: Sequence[Passage], answer: str) -> list[Passage]:
