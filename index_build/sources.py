@@ -50,13 +50,15 @@ def discover(paths: list[Path], collection: str | None) -> Discovery:
     file, its parent folder's name). Symbolic links are followed only to files inside the
     given inputs: a link (to a file or a folder) that leads outside them, and a link that
     leads nowhere, are skipped and reported, so a link in a shared folder cannot pull the
-    server's own files into the index.
+    server's own files into the index. A file reached twice (by its own name and by a link
+    inside the inputs, or through two links) is ingested once, under its own name when it has
+    one, and the other way to it is reported.
     """
     roots = [raw.expanduser().resolve() for raw in paths]
     for raw, root in zip(paths, roots):
         if not root.exists():
             raise ConfigurationError(f"input path {raw} does not exist")
-    found: dict[Path, SourceFile] = {}
+    found: dict[Path, SourceFile] = {}  # by the file's real path: a linked file is one document
     skipped: list[tuple[str, str]] = []
     for root in roots:
         name = collection_name(collection or (root.name if root.is_dir() else root.parent.name))
@@ -66,7 +68,15 @@ def discover(paths: list[Path], collection: str | None) -> Discovery:
             if not _utf8_name(path):
                 skipped.append((printable_path(path), "file name is not valid UTF-8: rename the file"))
                 continue
-            found.setdefault(path, SourceFile(path=path, root=root, collection=name))
+            source = SourceFile(path=path, root=root, collection=name)
+            real = path.resolve()
+            kept = found.setdefault(real, source)
+            if kept is source or kept.path == path:
+                continue
+            if kept.path.is_symlink() and not path.is_symlink():
+                found[real], source = source, kept  # the file's own name wins over a link to it
+            twin = printable_path(found[real].path)
+            skipped.append((printable_path(source.path), f"the same file as {twin}: ingested once"))
     return Discovery(sorted(found.values(), key=lambda s: str(s.path)), skipped)
 
 
