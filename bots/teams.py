@@ -178,6 +178,39 @@ def install_openid_metadata(timeout_s: float) -> None:
         JwtTokenExtractor.metadataCache = _MetadataCache(timeout_s)
 
 
+# The parts of an activity the bot reads, and what each must be (botbuilder takes any JSON
+# without complaint, and a missing one surfaces mid-turn as a server error).
+_ACTIVITY_OBJECTS = ("conversation", "from", "recipient")
+
+
+def activity_problem(activity: Any) -> str:
+    """What makes a request body unusable as an activity, or "" when the bot can read it."""
+    if not isinstance(activity, dict):
+        return "the body is not a JSON object"
+    if not isinstance(activity.get("type"), str):
+        return "'type' must be a string"
+    for name in _ACTIVITY_OBJECTS:
+        part = activity.get(name)
+        if not isinstance(part, dict) or not isinstance(part.get("id"), str):
+            return f"'{name}' must be an object with a string 'id'"
+    optional = (
+        ("channelData", dict, "an object"),
+        ("entities", list, "a list"),
+        ("reactionsAdded", list, "a list"),
+        ("reactionsRemoved", list, "a list"),
+    )
+    for name, kind, word in optional:
+        if activity.get(name) is not None and not isinstance(activity[name], kind):
+            return f"'{name}' must be {word}"
+    team = (activity.get("channelData") or {}).get("team")
+    if team is not None and not isinstance(team, dict):
+        return "'channelData.team' must be an object"
+    for name in ("reactionsAdded", "reactionsRemoved"):
+        if not all(isinstance(r, dict) and isinstance(r.get("type"), str) for r in activity.get(name) or []):
+            return f"each of '{name}' must be an object with a string 'type'"
+    return ""
+
+
 def service_url_allowed(service_url: str, allowed: tuple[str, ...]) -> bool:
     """Whether replies may go to ``service_url``: it starts with an allowed prefix (http(s) only)."""
     lowered = service_url.lower()
@@ -213,7 +246,10 @@ def teams_route(service: AnsweringService, config: TeamsConfig) -> Any:
             activity = await request.json()
         except (ValueError, LookupError) as exc:  # not JSON, not UTF-8, or an unknown charset
             raise web.HTTPBadRequest(text="the body is not a JSON activity") from exc
-        service_url = activity.get("serviceUrl") if isinstance(activity, dict) else None
+        problem = activity_problem(activity)
+        if problem:
+            raise web.HTTPBadRequest(text=f"not a Bot Framework activity: {problem}")
+        service_url = activity.get("serviceUrl")
         if not isinstance(service_url, str) or not service_url_allowed(service_url, config.service_urls):
             log.warning("refused a Teams activity whose serviceUrl is not a Bot Framework channel service")
             raise web.HTTPForbidden(text="serviceUrl is not an allowed Bot Framework channel service")

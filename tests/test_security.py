@@ -679,3 +679,47 @@ async def test_a_question_of_only_control_or_invisible_characters_is_refused_lik
     for question in ("\x00", "\x00\x00\x00", "\u200b\u200d", "\u202e\u2066 \t"):
         response = await client.post("/v1/ask", json={"question": question}, headers=bearer(ALPHA))
         assert response.status == 400 and "empty" in (await response.json())["error"], repr(question)
+
+
+# Minor: the Teams door in emulator mode gives 500 for an activity without `conversation`.
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"conversation": None},
+        {"conversation": "19:thread"},
+        {"from": None},
+        {"recipient": {"name": "docfinder"}},
+        {"channelData": {"team": "team-1"}},
+        {"entities": "mention"},
+        {"type": "messageReaction", "reactionsAdded": ["like"]},
+    ],
+    ids=[
+        "no-conversation",
+        "conversation-string",
+        "no-from",
+        "recipient-without-id",
+        "team-string",
+        "entities-string",
+        "reaction-string",
+    ],
+)
+async def test_a_malformed_teams_activity_is_a_400_naming_the_field_never_a_500(
+    tmp_path, embedder, llm, change
+):
+    from server.doors.chat_bots import mount_teams
+    from tests.fake_chat import BotServer, FakeConnector
+    from tests.test_teams_bot import question
+
+    async with FakeConnector() as connector, BotServer(tmp_path, embedder, llm.url, mount_teams) as bots:
+        client, _ = await bots.start(teams_service_urls=[connector.url])  # emulator mode: no app id
+        body = {key: value for key, value in question(connector, "When are proposals due?").items()}
+        body.update(change)
+        response = await client.post("/api/messages", json=body)
+        text = await response.text()
+        assert response.status == 400, text
+        field = next(iter(k for k in change if k != "type"))
+        assert f"'{field}" in text
+        await asyncio.sleep(0.2)
+        assert connector.activities == [], "nothing was sent for a malformed activity"
