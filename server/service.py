@@ -71,7 +71,8 @@ from server.models.factories import (
     make_reranker,
     retrieval_config,
 )
-from server.models.llm import make_adapter, open_language_model, open_lm, probe_llm_server
+from server.models.llm import LLMProblem, make_adapter, open_language_model, open_lm, probe_llm_server
+from server.models.llm_health import PROBE_TIMEOUT_S, LLMHealth
 from server.models.supervised_server import CRASH_LOOP_CRASHES, SupervisedServer
 from server.runtime.admission import WorkPool
 from server.runtime.logs import current_request_id
@@ -202,8 +203,7 @@ class DocfinderService:
         self._store_lock = threading.Lock()
         self._agent: AnswerAgent | None = None
         self._searches = WorkPool(settings.max_concurrent_searches, settings.search_queue, "search")
-        # "ready" or "unreachable" once start_llm has looked, then as the last question found it
-        self.llm_state = "not started"
+        self.llm_health = LLMHealth(self._probe_llm)  # a server LLM's; the embedded one reports its own
         self.program = ProgramInfo()  # the answering program; a compiled one is loaded with the agent
 
     async def __aenter__(self) -> DocfinderService:
@@ -236,17 +236,21 @@ class DocfinderService:
         base = self.settings.llm_api_base
         if base is None:
             await self.language_model()
-            problem = None
-        else:
-            problem = await probe_llm_server(base, self.settings.llm_api_key.get_secret_value())
-        self.llm_state = "ready" if problem is None else "unreachable"  # /healthz is open: no address
+            return
+        problem = await probe_llm_server(base, self.settings.llm_api_key.get_secret_value())
+        self.llm_health.observe(problem)
         if problem is not None:
             log.error(
                 "the LLM server at %s does not answer (%s): questions get 'LLM unavailable' until it does "
                 "(setting llm_api_base)",
                 base,
-                problem,
+                problem.detail,
             )
+
+    async def _probe_llm(self) -> LLMProblem | None:
+        base = self.settings.llm_api_base
+        assert base is not None, "only a server LLM is probed"
+        return await probe_llm_server(base, self.settings.llm_api_key.get_secret_value(), PROBE_TIMEOUT_S)
 
     async def language_model(self) -> Any:
         """The LLM: the configured server, or the embedded llama.cpp server started on first use."""
@@ -781,30 +785,33 @@ class DocfinderService:
         evidence = [public(q) for q in agent.evidence]
         return replace(result, agent=replace(agent, citations=citations, evidence=evidence))
 
-    def health(self) -> dict[str, Any]:
-        """Liveness without touching any thread pool: the loaded version and the live one on disk."""
+    async def health(self) -> dict[str, Any]:
+        """Liveness without touching any thread pool: the loaded version and the live one on disk,
+        and whether the LLM answers (a server LLM not heard from lately is probed first)."""
         loaded = self._snapshot
+        if self._llm_server is not None:
+            llm, reason = self._llm_server.state, None
+        elif self.settings.llm_api_base is None:
+            llm, reason = "not started", None
+        else:
+            llm, reason = await self.llm_health.current()
         return {
             "status": "ok" if loaded is not None else "starting",
             "index_version": loaded.version_id if loaded is not None else None,
             "live_version": live_version_id(self.settings.index_dir),
             "searches_waiting": self._searches.pending,
-            "llm": self._llm_health(),
+            "llm": llm,
+            "llm_reason": reason,
             "program": self.program.name,
         }
 
     def _observe_llm(self, answer: AgentAnswer) -> None:
-        """A server LLM's health as the last question found it: unreachable when it could not be
-        asked, ready again once a call succeeded (the embedded server reports its own state)."""
+        """What a question found of a server LLM: unavailable when it could not be asked, ready
+        once a call succeeded."""
         if answer.outcome == "llm_unavailable":
-            self.llm_state = "unreachable"
+            self.llm_health.observe(LLMProblem("the last question could not reach it", answer.outcome))
         elif any("llm_call" in event for event in answer.trace):
-            self.llm_state = "ready"
-
-    def _llm_health(self) -> str:
-        """The LLM's state: the embedded server's once started (``restarting`` after a crash,
-        ``cannot run`` once given up), else what ``start_llm`` found."""
-        return self.llm_state if self._llm_server is None else self._llm_server.state
+            self.llm_health.observe(None)
 
     async def index_info(self, documents: bool = False) -> dict[str, Any]:
         """The live version's manifest summary: version, models, counts (and each document's metadata)."""

@@ -213,7 +213,7 @@ def test_ask_answers_with_the_compiled_program_the_setting_names(tmp_path, index
     async def scenario():
         async with open_service(settings, embedder=embedder, lm=model, llm_history=True) as service:
             result = await service.ask("When are proposals due?")
-            return result, service.health(), await service.index_info()
+            return result, await service.health(), await service.index_info()
 
     result, health, info = asyncio.run(scenario())
     assert result.agent.outcome == "answered"

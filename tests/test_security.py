@@ -655,7 +655,8 @@ async def test_an_llm_gone_down_shows_in_health_and_its_address_reaches_no_clien
     for internal in ("127.0.0.1", str(llm.port), service.settings.llm_model):
         assert internal not in body, f"{internal!r} reached the client"
     health = await (await client.get("/healthz")).text()
-    assert json.loads(health)["llm"] == "unreachable" and str(llm.port) not in health
+    assert json.loads(health)["llm"] == "unavailable" and str(llm.port) not in health
+    assert json.loads(health)["llm_reason"] == "the last question could not reach it"
 
 
 async def test_an_openid_outage_costs_one_fetch_and_one_back_off_step_however_many_requests_meet_it(caplog):

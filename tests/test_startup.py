@@ -40,10 +40,10 @@ async def test_an_unreachable_llm_server_is_reported_at_start_with_its_url(index
     settings = load_settings(index_dir=index, llm_api_base=url)
     with caplog.at_level(logging.ERROR, logger="server.service"):
         async with open_service(settings, embedder=embedder, start_llm=True) as service:
-            health = service.health()
+            health = await service.health()
             found = await service.search("proposal deadline", k=2)
     assert any(url in r.getMessage() and "llm_api_base" in r.getMessage() for r in caplog.records)
-    assert health["llm"].startswith("unreachable"), "health says so too"
+    assert health["llm"] == "unavailable" and health["llm_reason"] == "cannot connect to it", "health says so"
     assert found.hits, "search still serves without the LLM"
 
 
@@ -53,4 +53,4 @@ async def test_a_reachable_llm_server_is_ready_at_start(index, embedder):
     with FakeLLMServer() as llm:
         settings = load_settings(index_dir=index, llm_api_base=llm.url)
         async with open_service(settings, embedder=embedder, start_llm=True) as service:
-            assert service.health()["llm"] == "ready"
+            assert (await service.health())["llm"] == "ready"

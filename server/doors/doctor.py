@@ -234,7 +234,7 @@ async def _check_llm_server(settings: Settings) -> Check:
         return Check(
             "llm",
             "fail",
-            f"the LLM server at {base} does not answer: {problem}",
+            f"the LLM server at {base} does not answer: {problem.detail}",
             "start it, or fix DOCFINDER_LLM_API_BASE / DOCFINDER_LLM_API_KEY",
         )
     return Check("llm", "ok", f"the LLM server at {base} answers (model {settings.llm_model})")

@@ -136,7 +136,7 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 async def _health(request: web.Request) -> web.Response:
     # Answered on the event loop from what is loaded: a saturated search pool cannot delay it.
-    return web.json_response(to_json(HealthOut(**request.app[SERVICE].health())))
+    return web.json_response(to_json(HealthOut(**await request.app[SERVICE].health())))
 
 
 async def _metrics(request: web.Request) -> web.Response:

@@ -148,9 +148,10 @@ class HealthOut(_Reply):
     live_version: str | None = Field(description="the version live on disk (served from the next search on)")
     searches_waiting: int
     llm: str = Field(
-        description="'ready', 'not started' or 'unreachable' (a server LLM: as the last question found it); "
-        "the embedded model: 'ready', 'restarting' or 'cannot run'"
+        description="a server LLM: 'ready' (it answered within the last 30 s, or answers a probe now) or "
+        "'unavailable'; the embedded model: 'not started', 'ready', 'restarting' or 'cannot run'"
     )
+    llm_reason: str | None = Field(None, description="why the LLM is unavailable (no address is given)")
     program: str = Field(description="the answering program: 'built-in' or a compiled program's name")
 
 

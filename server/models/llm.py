@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -76,11 +77,20 @@ async def open_language_model(settings: Settings) -> AsyncIterator[tuple[Any, Su
         yield make_lm(settings, api_base=server.api_base), server
 
 
-async def probe_llm_server(api_base: str, api_key: str = "", timeout_s: float = 5.0) -> str | None:
+@dataclass(frozen=True, slots=True)
+class LLMProblem:
+    """Why a server LLM did not answer: ``reason`` is safe to show anyone (no address, no model
+    name); ``detail`` is for the operator's log."""
+
+    reason: str
+    detail: str
+
+
+async def probe_llm_server(api_base: str, api_key: str = "", timeout_s: float = 5.0) -> LLMProblem | None:
     """What is wrong with the OpenAI-compatible server at ``api_base`` (``GET /models``), or None.
 
-    Asked once at start, so that an unreachable server is reported then, with its URL, rather
-    than as a timeout on the first question.
+    Asked at start, so that an unreachable server is reported then, with its URL, rather than
+    as a timeout on the first question; and by ``/healthz`` when no question has looked lately.
     """
     import aiohttp
 
@@ -91,10 +101,16 @@ async def probe_llm_server(api_base: str, api_key: str = "", timeout_s: float = 
             session.get(f"{api_base.rstrip('/')}/models", headers=headers) as response,
         ):
             if response.status >= 400:
-                return f"HTTP {response.status} from /models"
+                return LLMProblem(
+                    f"it answers HTTP {response.status}", f"HTTP {response.status} from /models"
+                )
             return None
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except TimeoutError as exc:
+        return LLMProblem(f"no answer within {timeout_s:g} s", f"timed out after {timeout_s:g} s: {exc}")
+    except aiohttp.ClientConnectionError as exc:
+        return LLMProblem("cannot connect to it", f"{type(exc).__name__}: {exc}")
+    except aiohttp.ClientError as exc:
+        return LLMProblem("its reply could not be read", f"{type(exc).__name__}: {exc}")
 
 
 def make_adapter(settings: Settings) -> Any:
