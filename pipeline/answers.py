@@ -177,12 +177,24 @@ class Caller:
     that started it (an API key's name, a chat bot's place). ``collections`` is everything the
     caller may read (None: every collection). A chat bot ``names_conversations``: it maps its
     threads to conversation ids itself, and a thread's first question starts the conversation
-    under that id; every other caller gets its conversation ids from docfinder.
+    under that id; every other caller gets its conversation ids from docfinder. ``scopes`` are the
+    actions an API key was given.
     """
 
     owner: str
     collections: tuple[str, ...] | None = None
     names_conversations: bool = False
+    scopes: frozenset[str] | None = None  # the actions it may take (SCOPES); None: every one
+
+    def may(self, scope: str) -> bool:
+        """Whether the caller may take the action ``scope`` ("admin" may take every one)."""
+        return self.scopes is None or scope in self.scopes or "admin" in self.scopes
+
+
+# What an API key may be allowed to do: search (and read passages, documents, collections),
+# ask, give feedback, read /metrics; admin may do all of these.
+SCOPES = ("search", "ask", "feedback", "metrics", "admin")
+DEFAULT_SCOPES = ("search", "ask", "feedback")  # what a key is given when none are named
 
 
 LOCAL_CALLER = Caller("local")

@@ -117,6 +117,13 @@ class SearchResult:
     queries: tuple[str, ...] = ()
 
 
+def require_scope(caller: Caller, scope: str) -> None:
+    """:class:`ForbiddenError` unless ``caller`` may take the action ``scope``."""
+    if not caller.may(scope):
+        given = ", ".join(sorted(caller.scopes or ())) or "none"
+        raise ForbiddenError(f"this API key lacks the {scope!r} scope (it has: {given})")
+
+
 def open_configured_database(settings: Settings, sqlite_path: Path) -> Database:
     """The database the settings name (PostgreSQL with ``database_url``, else the SQLite file
     ``sqlite_path``); an error says which setting or file to fix."""
@@ -374,6 +381,7 @@ class DocfinderService:
         status: StatusSink,
     ) -> _Admitted:
         """Check the question and the caller's rights, open the conversation, pin the live version."""
+        require_scope(caller, "ask")
         question = self.check_question(question)
         collections = self.allowed_collections(collections, caller)
         # At once, so that every front door can show progress immediately.
@@ -551,6 +559,8 @@ class DocfinderService:
         With ``caller`` (the API, MCP), the answer must be in one of the caller's conversations;
         chat bots pass none, having found the answer through the message that shows it.
         """
+        if caller is not None:
+            require_scope(caller, "feedback")
         validate_feedback(feedback)
         answer = await asyncio.to_thread(self.conversations.answer, feedback.answer_id)
         if caller is not None and not caller.names_conversations:
@@ -638,6 +648,8 @@ class DocfinderService:
         ``search_queue`` waiting searches a new one is refused (:class:`OverloadedError`),
         unless ``admitted`` (the searches of a question already admitted to the agent).
         """
+        if not admitted:
+            require_scope(caller, "search")
         if mode not in SEARCH_MODES:  # checked before it becomes a metric label
             shown = mode if len(mode) <= 40 else mode[:40] + "…"
             raise InvalidRequestError(
@@ -722,6 +734,7 @@ class DocfinderService:
 
     async def passage(self, passage_id: str, caller: Caller = LOCAL_CALLER) -> Chunk:
         """A passage of the live version (:class:`NotFoundError` if ``caller`` cannot see it)."""
+        require_scope(caller, "search")
         snapshot = await asyncio.to_thread(self._current_snapshot)
         chunk = snapshot.chunk(passage_id)
         if caller.collections is not None and chunk.collection not in caller.collections:
@@ -732,6 +745,7 @@ class DocfinderService:
         self, doc_id: str, page: int | None = None, caller: Caller = LOCAL_CALLER
     ) -> tuple[str, FileRecord, list[Chunk]]:
         """The live version id, a document's record and its passages in order (only ``page``'s if given)."""
+        require_scope(caller, "search")
         snapshot = await asyncio.to_thread(self._current_snapshot)
         record, chunks = snapshot.document(doc_id)
         if caller.collections is not None and record.collection not in caller.collections:
@@ -744,6 +758,7 @@ class DocfinderService:
 
     async def list_collections(self, caller: Caller = LOCAL_CALLER) -> tuple[str, list[dict[str, Any]]]:
         """The live version id and, per collection ``caller`` may read, its name and counts."""
+        require_scope(caller, "search")
         snapshot = await asyncio.to_thread(self._current_snapshot)
         documents: dict[str, int] = {}
         for record in snapshot.files:

@@ -9,6 +9,7 @@ and an invalid value fails at start with a message naming the setting.
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from pipeline.answers import FEEDBACK_LABELS
+from pipeline.answers import DEFAULT_SCOPES, FEEDBACK_LABELS, SCOPES
 from pipeline.errors import ConfigurationError
 
 ENV_PREFIX = "DOCFINDER_"
@@ -71,6 +72,16 @@ class ApiKeySettings(BaseModel):
 
     key: SecretStr = Field(description="The secret clients send as `Authorization: Bearer <key>`.")
     collections: list[str] = Field(default_factory=list, description="Collections it may read; empty: all.")
+    scopes: list[Literal[SCOPES]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(DEFAULT_SCOPES),
+        description="What it may do: search, ask, feedback, metrics (read /metrics), admin (all of them).",
+    )
+    client: str = Field(
+        "", description="Its client (default: the key's name); a client's keys share conversations."
+    )
+    expires: datetime | None = Field(
+        None, description="When it stops working (ISO date or time; UTC without a zone)."
+    )
 
     @field_validator("key")
     @classmethod
@@ -413,6 +424,10 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="API keys of the REST API and /mcp by name, each with the collections it may read; "
         "none: `serve http` serves loopback only.",
+    )
+    api_keys_path: Path = Field(
+        Path(".docfinder/api_keys.sqlite3"),
+        description="SQLite file of the keys `docfinder keys create` makes (PostgreSQL with database_url).",
     )
     api_keys_file: Path | None = Field(
         None, description="TOML file of more API keys: a [name] table with key and collections per key."

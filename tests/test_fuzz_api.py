@@ -45,7 +45,7 @@ def live(tmp_path_factory, embedder):
             conversations_path=root / "conversations.sqlite3",
             feedback_path=root / "feedback.sqlite3",
             llm_api_base=llm.url,
-            api_keys={"fuzz": {"key": KEY}},
+            api_keys={"fuzz": {"key": KEY, "scopes": ["admin"]}},
         )
         with LiveServer(settings, embedder) as server:
             yield server

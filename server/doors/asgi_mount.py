@@ -34,7 +34,7 @@ def asgi_handler(
     """An aiohttp handler that authenticates the caller's API key, then runs ``app`` for the request."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        caller = authenticator.caller(request.headers.get("Authorization", ""))
+        caller = await authenticator.caller(request.headers.get("Authorization", ""))
         if caller is None:
             return web.json_response(
                 {"error": "missing or invalid API key"},

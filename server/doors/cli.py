@@ -24,6 +24,7 @@ from pipeline.ordering import CONTEXT_ORDERS
 from pipeline.retrieval import SEARCH_MODES
 from pipeline.streaming import AnswerToken
 from pipeline.wording import describe_step, evidence_preview, status_text
+from server.doors.cli_keys import add_keys_parser, run_keys
 from server.doors.cli_output import (
     RichIngestProgress,
     print_answer,
@@ -257,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = feedback.add_parser("export", help="every judgement as JSONL: an evaluation set")
     export.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
     export.add_argument("--since", type=_date, help="only feedback from this date on (YYYY-MM-DD)")
+    add_keys_parser(commands)
     return parser
 
 
@@ -300,6 +302,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _serve(args, settings)
     if args.command == "doctor":
         return asyncio.run(_doctor(args, settings))
+    if args.command == "keys":
+        return run_keys(args, settings)
     if args.command == "feedback":
         return _feedback(args, settings)
     if args.command == "eval" and args.eval_command == "feedback":

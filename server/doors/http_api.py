@@ -43,7 +43,7 @@ from server.doors.http_models import AskBody, FeedbackBody, SearchBody, read_bod
 from server.doors.openapi import OPENAPI
 from server.doors.responses import ErrorOut, FeedbackOut, HealthOut, answer_out, search_out, to_json
 from server.runtime.logs import current_request_id, set_request_id
-from server.service import DocfinderService
+from server.service import DocfinderService, require_scope
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,7 @@ def create_app(service: DocfinderService, authenticator: Authenticator | None = 
     app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_observe, _errors, _authenticate])
     app[SERVICE] = service
     app[AUTHENTICATOR] = authenticator if authenticator is not None else Authenticator([])
+    app.on_cleanup.append(lambda app: app[AUTHENTICATOR].close())
     app.router.add_get("/healthz", _health)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/openapi.json", _openapi)
@@ -123,7 +124,7 @@ async def _authenticate(
 ):
     """The caller of ``/v1/*`` and ``/metrics``, from its API key (401 without a valid one)."""
     if request.path.startswith("/v1/") or request.path == "/metrics":
-        caller = request.app[AUTHENTICATOR].caller(request.headers.get("Authorization", ""))
+        caller = await request.app[AUTHENTICATOR].caller(request.headers.get("Authorization", ""))
         if caller is None:
             raise UnauthenticatedError("a valid API key is required: send Authorization: Bearer <key>")
         request[CALLER] = caller
@@ -140,6 +141,7 @@ async def _health(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
+    require_scope(request[CALLER], "metrics")
     body = request.app[SERVICE].metrics.render()
     return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 

@@ -17,7 +17,7 @@ from typing import Literal
 from aiohttp import web
 
 from pipeline.errors import ConfigurationError
-from server.doors.auth import Authenticator, check_bind, load_api_keys
+from server.doors.auth import Authenticator, check_bind, open_authenticator
 from server.doors.chat_bots import mount_configured_bots, mount_slack, mount_teams, slack_config
 from server.doors.http_api import create_app
 from server.doors.mcp_server import mount_mcp, serving
@@ -38,7 +38,7 @@ def http_app(
     """The REST API over an entered service, with ``/mcp`` when API keys are set and the
     configured bots' routes (``/slack/events``, ``/api/messages``)."""
     if authenticator is None:
-        authenticator = Authenticator(load_api_keys(settings))
+        authenticator = open_authenticator(settings)
     app = create_app(service, authenticator)
     if authenticator.required:
         mount_mcp(app, service, settings, host, authenticator)
@@ -51,7 +51,7 @@ def http_app(
 def serve(door: Door, settings: Settings, host: str, port: int, insecure: bool = False) -> None:
     """Run ``door`` on ``host:port`` until interrupted."""
     # Refuse an open door before loading anything: no credential, no address beyond loopback.
-    authenticator = Authenticator(load_api_keys(settings))
+    authenticator = open_authenticator(settings)
     if door == "http":
         check_bind(host, authenticator.required, insecure)
     elif door == "teams":

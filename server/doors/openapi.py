@@ -40,7 +40,10 @@ _ERROR = _ref(ErrorOut)
 _ERRORS = {
     "400": {"description": "invalid request", **_json(_ERROR)},
     "401": {"description": "no valid API key (when keys are configured)", **_json(_ERROR)},
-    "403": {"description": "a collection this API key may not read", **_json(_ERROR)},
+    "403": {
+        "description": "an action outside this API key's scopes, or a collection it may not read",
+        **_json(_ERROR),
+    },
     "404": {"description": "an unknown id (or another caller's conversation)", **_json(_ERROR)},
     "413": {"description": "request body too large"},
     "503": {
@@ -99,10 +102,11 @@ OPENAPI: dict[str, Any] = {
         },
         "/metrics": {
             "get": {
-                "summary": "Prometheus metrics",
+                "summary": "Prometheus metrics (an API key with the metrics scope)",
                 "responses": {
                     "200": {"description": "text exposition format", "content": {"text/plain": {}}},
                     "401": _ERRORS["401"],
+                    "403": {"description": "this API key lacks the metrics scope", **_json(_ERROR)},
                 },
             }
         },
