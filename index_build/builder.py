@@ -30,7 +30,7 @@ from index_build.conversion import (
     convert_in_process,
     failure_reason,
 )
-from index_build.convert import SUPPORTED_SUFFIXES
+from index_build.convert import SUPPORTED_SUFFIXES, TEXT_SUFFIXES
 from index_build.document import ParsedDocument
 from index_build.evidence import EVIDENCE_VERSION
 from index_build.layout import (
@@ -41,6 +41,7 @@ from index_build.layout import (
     remove_stale_builds,
     writer_lock,
 )
+from index_build.limits import IngestLimits
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import SourceFile, discover, file_sha256
 from index_build.version import (
@@ -81,6 +82,7 @@ class IngestOptions:
     pdf_models_dir: Path | None = None
     sparse_threshold: float = DEFAULT_THRESHOLD
     convert_processes: int = 1
+    limits: IngestLimits = field(default_factory=IngestLimits)
 
 
 # Writes one or two sentences situating a chunk in its document (contextual enrichment).
@@ -329,16 +331,17 @@ def _process_sources(
 def _conversions(
     jobs: list[ConversionJob], embedder: Embedder, options: IngestOptions
 ) -> Generator[tuple[ConversionJob, Outcome], None, None]:
-    """The jobs' outcomes in order, from child processes when two or more PDFs are among them.
+    """The jobs' outcomes in order, from child processes that the limits' watchdog guards.
 
-    PDFs are the slow kind (docling-parse and the layout rebuild, about 30 ms a page); other
-    formats convert in milliseconds, less than a child process takes to start. Chunking that
-    needs the embedder (semantic) converts here too."""
-    setup = ConversionSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir)
+    Any file but plain text converts in a child: a parser that balloons or loops on one
+    document then costs that document, not the ingest. Chunking that needs the embedder
+    (semantic) converts here, and so does everything with ``convert_processes`` 0: there only
+    the size limits hold, not the memory and time limits."""
+    setup = ConversionSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir, options.limits)
     if options.chunking.method == "semantic":
         return convert_in_process(jobs, setup, embedder.embed)
-    pdfs = sum(1 for job in jobs if job.source.path.suffix.lower() == ".pdf")
-    if options.convert_processes == 0 or pdfs < 2:
+    parsed = sum(1 for job in jobs if job.source.path.suffix.lower() not in TEXT_SUFFIXES)
+    if options.convert_processes == 0 or parsed == 0:
         return convert_in_process(jobs, setup)
     return ConversionPool(min(options.convert_processes, len(jobs)), setup).convert(jobs)
 

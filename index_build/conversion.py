@@ -9,7 +9,9 @@ fills the CPU it leaves.
 
 A child that dies (a file that crashes the PDF parser) costs only that file: the files that
 were in flight are converted again one at a time in a fresh child, and the one that kills it
-again is reported as a failure like any unreadable file.
+again is reported as a failure like any unreadable file. A child over the memory limit, or
+on one file longer than the time limit (:class:`~index_build.limits.IngestLimits`), is
+killed by a watchdog, and that file is reported with the limit it passed.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import logging
 import multiprocessing
 import os
 import signal
+import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +36,7 @@ from index_build.chunking import ChunkingOptions, chunk_pieces
 from index_build.convert import DocumentConverter
 from index_build.document import ParsedDocument
 from index_build.evidence import document_units
+from index_build.limits import MB, IngestLimits, OverLimitError, check_chars, check_chunks, check_pages
 from index_build.metadata import describe
 from index_build.sources import SourceFile
 from index_build.version import FileRecord
@@ -74,6 +79,7 @@ class ConversionSetup:
     tokenizer: Tokenizer
     options: ChunkingOptions
     pdf_models_dir: Path | None = None
+    limits: IngestLimits = field(default_factory=IngestLimits)
 
 
 def convert_file(
@@ -82,12 +88,15 @@ def convert_file(
     setup: ConversionSetup,
     embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> ConvertedFile:
-    """Convert, chunk and describe one file; raises :class:`DocumentError` naming the reason.
+    """Convert, chunk and describe one file; raises :class:`DocumentError` naming the reason
+    (:class:`OverLimitError` for a document over the ingest limits).
 
     ``embed`` is needed by the semantic chunker only."""
     began = time.perf_counter()
     source = job.source
     parsed = converter.convert(source.path)
+    check_pages(parsed.page_count, setup.limits)
+    check_chars(sum(len(block.text) for block in parsed.blocks), setup.limits)
     chunked = chunk_pieces(
         parsed,
         doc_id=source.doc_id,
@@ -99,6 +108,7 @@ def convert_file(
     )
     if not chunked:
         raise DocumentError("no text to index")
+    check_chunks(len(chunked), setup.limits)
     units = document_units(parsed, chunked)
     chunks = [chunk for chunk, _ in chunked]
     meta = describe(source.path, parsed, source.doc_id)
@@ -133,7 +143,7 @@ def convert_in_process(
     embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> Generator[tuple[ConversionJob, Outcome], None, None]:
     """Each job's outcome in order, converted here, one after the other."""
-    converter = DocumentConverter(setup.pdf_models_dir)
+    converter = DocumentConverter(setup.pdf_models_dir, setup.limits)
     for job in jobs:
         try:
             yield job, convert_file(job, converter, setup, embed)
@@ -148,6 +158,9 @@ class ConversionPool:
     memory while the embedder catches up. Children are started with ``spawn`` (the ingesting
     process runs ONNX Runtime and tokenizer threads, which ``fork`` would copy mid-flight),
     ignore Ctrl-C (the ingesting process decides), and run at :data:`CONVERT_NICENESS`.
+    A :class:`_Watchdog` kills a child whose memory or time on one file passes the limits;
+    that file is reported with the limit, and the files it shared the pool with are converted
+    again.
     """
 
     def __init__(self, processes: int, setup: ConversionSetup) -> None:
@@ -155,47 +168,74 @@ class ConversionPool:
             raise ValueError("a conversion pool needs at least one process")
         self.processes = processes
         self.setup = setup
+        self._executor: ProcessPoolExecutor | None = None
 
     def convert(self, jobs: Sequence[ConversionJob]) -> Generator[tuple[ConversionJob, Outcome], None, None]:
         """Each job's outcome in order; see the class docstring."""
+        with tempfile.TemporaryDirectory(prefix="docfinder-convert-") as board:
+            watchdog = _Watchdog(Path(board), self.setup.limits, self._children)
+            self._executor = self._start(Path(board))
+            watchdog.start()
+            try:
+                yield from self._convert(jobs, watchdog, Path(board))
+            finally:
+                watchdog.stop()
+                self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _convert(
+        self, jobs: Sequence[ConversionJob], watchdog: _Watchdog, board: Path
+    ) -> Generator[tuple[ConversionJob, Outcome], None, None]:
         waiting = deque(jobs)
         in_flight: deque[tuple[ConversionJob, Future[ConvertedFile]]] = deque()
-        suspects = 0  # jobs in flight when a child died: converted one at a time
-        executor = self._start()
-        try:
-            while waiting or in_flight:
-                window = 1 if suspects else self.processes + 1
-                while waiting and len(in_flight) < window:
-                    try:
-                        future = executor.submit(_convert_in_child, waiting[0])
-                    except BrokenProcessPool:
-                        if in_flight:
-                            break  # a child died since the last result: its job, in flight, says so below
-                        executor = self._restart(executor)  # it died idle: no job was lost
-                        continue
-                    in_flight.append((waiting.popleft(), future))
-                job, future = in_flight.popleft()
+        suspects = 0  # jobs in flight when a child died unexplained: converted one at a time
+        while waiting or in_flight:
+            window = 1 if suspects else self.processes + 1
+            while waiting and len(in_flight) < window:
+                verdict = watchdog.verdicts.pop(waiting[0].source.doc_id, None)
+                if verdict is not None:  # killed while in flight beside another job: not run again
+                    in_flight.append((waiting.popleft(), _failed(OverLimitError(verdict))))
+                    continue
+                assert self._executor is not None
                 try:
-                    outcome: Outcome = future.result()
-                except (DocumentError, OSError) as exc:
-                    outcome = failure_reason(exc)
+                    future = self._executor.submit(_convert_in_child, waiting[0])
                 except BrokenProcessPool:
-                    executor = self._restart(executor)
-                    if suspects:  # alone in a fresh child: this file is the one
-                        log.warning("the converter's process died on %s", job.source.path)
-                        outcome = "the converter crashed on this file (its process died)"
-                    else:
-                        unfinished = [job, *(j for j, _ in in_flight)]
-                        in_flight.clear()
-                        waiting.extendleft(reversed(unfinished))
-                        suspects = len(unfinished)
-                        continue
-                suspects = max(0, suspects - 1)
-                yield job, outcome
-        finally:
-            executor.shutdown(wait=False, cancel_futures=True)
+                    if in_flight:
+                        break  # a child died since the last result: its job, in flight, says so below
+                    self._restart(board)  # it died idle: no job was lost
+                    continue
+                in_flight.append((waiting.popleft(), future))
+            job, future = in_flight.popleft()
+            try:
+                outcome: Outcome = future.result()
+            except (DocumentError, OSError) as exc:
+                outcome = failure_reason(exc)
+            except BrokenProcessPool:
+                self._restart(board)
+                explained = bool(watchdog.verdicts)
+                verdict = watchdog.verdicts.pop(job.source.doc_id, None)
+                if verdict is not None:
+                    log.warning("stopped converting %s: %s", job.source.path, verdict)
+                    outcome = verdict
+                elif suspects and not explained:  # alone in a fresh child: this file is the one
+                    log.warning("the converter's process died on %s", job.source.path)
+                    outcome = "the converter crashed on this file (its process died)"
+                else:
+                    unfinished = [job, *(j for j, _ in in_flight)]
+                    in_flight.clear()
+                    waiting.extendleft(reversed(unfinished))
+                    suspects = 0 if explained else len(unfinished)
+                    continue
+                rest = [j for j, _ in in_flight]  # they shared the pool the kill broke: again
+                in_flight.clear()
+                waiting.extendleft(reversed(rest))
+            suspects = max(0, suspects - 1)
+            yield job, outcome
 
-    def _restart(self, broken: ProcessPoolExecutor) -> ProcessPoolExecutor:
+    def _children(self) -> list[multiprocessing.process.BaseProcess]:
+        executor = self._executor
+        return list((executor._processes or {}).values()) if executor is not None else []
+
+    def _restart(self, board: Path) -> None:
         """A fresh pool; the broken one's surviving children are terminated.
 
         CPython's manager thread terminates the children it knows of when a pool breaks, but
@@ -203,35 +243,127 @@ class ConversionPool:
         thread then waits for it forever: the interpreter never exits. Python 3.14 has
         ``terminate_workers()``; before it, the pool's process table is the only handle.
         """
-        children = list((broken._processes or {}).values())
-        broken.shutdown(wait=False, cancel_futures=True)
+        children = self._children()
+        assert self._executor is not None
+        self._executor.shutdown(wait=False, cancel_futures=True)
         for child in children:
             if child.is_alive():
                 child.terminate()
-        return self._start()
+        self._executor = self._start(board)
 
-    def _start(self) -> ProcessPoolExecutor:
+    def _start(self, board: Path) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             max_workers=self.processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_child,
-            initargs=(self.setup,),
+            initargs=(self.setup, board),
         )
 
 
-# A child process's converter and setup, made once by its initializer.
-_child: tuple[DocumentConverter, ConversionSetup] | None = None
+def _failed(error: Exception) -> Future[ConvertedFile]:
+    future: Future[ConvertedFile] = Future()
+    future.set_exception(error)
+    return future
 
 
-def _start_child(setup: ConversionSetup) -> None:
+class _Watchdog:
+    """Kills a conversion process over the memory limit, or on one file past the time limit.
+
+    Each child notes the file it works on, and since when, in ``board`` (a file named by its
+    pid); the watchdog reads the children's resident memory from ``/proc`` (on systems
+    without it only the time limit holds). A kill leaves a verdict for that file, which the
+    pool reports instead of converting it again.
+    """
+
+    def __init__(
+        self,
+        board: Path,
+        limits: IngestLimits,
+        children: Callable[[], list[multiprocessing.process.BaseProcess]],
+        every_s: float = 0.2,
+    ) -> None:
+        self.board = board
+        self.limits = limits
+        self.children = children
+        self.every_s = every_s
+        self.verdicts: dict[str, str] = {}  # doc id → why its conversion was stopped
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="conversion-watchdog", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(self.every_s):
+            for child in self.children():
+                if child.pid is not None and child.is_alive():
+                    self._check(child.pid)
+
+    def _check(self, pid: int) -> None:
+        doc_id, started = _working_on(self.board / str(pid))
+        resident_mb = _resident_mb(pid)
+        limits = self.limits
+        if resident_mb > limits.convert_memory_mb:
+            verdict = (
+                f"its conversion used {resident_mb:,.0f} MB of memory, over the limit of "
+                f"{limits.convert_memory_mb:,} MB (--convert-memory-mb, setting ingest_convert_memory_mb)"
+            )
+        elif doc_id and time.time() - started > limits.convert_timeout_s:
+            verdict = (
+                f"its conversion took over {limits.convert_timeout_s:g} s, the limit "
+                "(--convert-timeout-s, setting ingest_convert_timeout_s)"
+            )
+        else:
+            return
+        if doc_id:
+            self.verdicts[doc_id] = verdict
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # it finished and left meanwhile
+            self.verdicts.pop(doc_id, None)
+
+
+def _working_on(note: Path) -> tuple[str, float]:
+    """The doc id a child converts and since when (epoch seconds); ("", 0) when it is idle."""
+    try:
+        doc_id, started = note.read_text(encoding="ascii").split()
+        return doc_id, float(started)
+    except (OSError, ValueError):  # idle (no note), or a note being written
+        return "", 0.0
+
+
+def _resident_mb(pid: int) -> float:
+    """A process's resident memory in MB, from /proc (0 where there is none)."""
+    try:
+        resident_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return resident_pages * os.sysconf("SC_PAGE_SIZE") / MB
+
+
+# A child process's converter, setup and watchdog board, made once by its initializer.
+_child: tuple[DocumentConverter, ConversionSetup, Path] | None = None
+
+
+def _start_child(setup: ConversionSetup, board: Path) -> None:
     global _child
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(CONVERT_NICENESS)
-    _child = (DocumentConverter(setup.pdf_models_dir), setup)
+    _child = (DocumentConverter(setup.pdf_models_dir, setup.limits), setup, board)
 
 
 def _convert_in_child(job: ConversionJob) -> ConvertedFile:
     if _child is None:
         raise RuntimeError("a conversion process was started without its initializer")
-    converter, setup = _child
-    return convert_file(job, converter, setup)
+    converter, setup, board = _child
+    converter.warm_up(job.source.path)
+    note = board / str(os.getpid())
+    note.write_text(f"{job.source.doc_id} {time.time()}", encoding="ascii")  # for the watchdog
+    try:
+        return convert_file(job, converter, setup)
+    finally:
+        note.unlink(missing_ok=True)

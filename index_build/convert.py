@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from index_build.document import Block, ParsedDocument
+from index_build.limits import IngestLimits, check_file, check_pages
 from index_build.pdf_layout import Word, drop_running_headers, is_bold_font, lines_to_blocks, words_to_lines
 from pipeline.errors import ConfigurationError, DocumentError
 
@@ -32,13 +33,15 @@ SUPPORTED_SUFFIXES = frozenset({".pdf", *DOCLING_SUFFIXES, *TEXT_SUFFIXES})
 class DocumentConverter:
     """Converts files one at a time; docling's converters are built lazily and reused."""
 
-    def __init__(self, pdf_models_dir: Path | None = None) -> None:
+    def __init__(self, pdf_models_dir: Path | None = None, limits: IngestLimits = IngestLimits()) -> None:
         self._pdf_models_dir = pdf_models_dir
+        self._limits = limits
         self._pdf_words_parser: Any = None
         self._docling_other: Any = None
 
     def convert(self, path: Path) -> ParsedDocument:
-        """Convert ``path`` or raise :class:`DocumentError` naming the reason."""
+        """Convert ``path`` or raise :class:`DocumentError` naming the reason (an
+        :class:`OverLimitError` before any parsing for a file that would expand too far)."""
         suffix = path.suffix.lower()
         if suffix not in SUPPORTED_SUFFIXES:
             raise DocumentError(f"unsupported file type {suffix or '(no extension)'!r}")
@@ -48,6 +51,7 @@ class DocumentConverter:
             raise DocumentError(f"cannot read file: {exc.strerror}") from exc
         if size == 0:
             raise DocumentError("empty file")
+        check_file(path, self._limits)
         if suffix == ".pdf":
             document = self._convert_pdf(path)
         elif suffix in TEXT_SUFFIXES:
@@ -58,10 +62,20 @@ class DocumentConverter:
             raise DocumentError("no extractable text (scanned or empty document?)")
         return document
 
+    def warm_up(self, path: Path) -> None:
+        """Import and build the parser ``path`` needs (seconds, once per process), so that the
+        time a conversion is allowed measures the document, not the first import."""
+        suffix = path.suffix.lower()
+        if suffix == ".pdf" and self._pdf_models_dir is None:
+            self._pdf_parser()
+        elif suffix == ".pdf" or suffix in DOCLING_SUFFIXES:
+            self._docling_converter().initialize_pipeline(_docling_format(suffix))
+
     # PDF -----------------------------------------------------------------------------------
 
     def _convert_pdf(self, path: Path) -> ParsedDocument:
-        title = _pdf_title(path)  # also rejects corrupt and encrypted files with a clear reason
+        title, pages = _pdf_facts(path)  # also rejects corrupt and encrypted files with a clear reason
+        check_pages(pages, self._limits)
         if self._pdf_models_dir is not None:
             return self._convert_with_docling(path, title=title)
         pages = self._pdf_word_pages(path)
@@ -156,6 +170,13 @@ class DocumentConverter:
         return self._docling_other
 
 
+def _docling_format(suffix: str) -> Any:
+    """docling's input format for a file suffix it converts here."""
+    from docling.datamodel.base_models import InputFormat
+
+    return InputFormat(DOCLING_SUFFIXES.get(suffix, "pdf"))
+
+
 def _standard_pdf_option(models_dir: Path) -> Any:
     """docling's layout + table-structure pipeline, reading model artifacts from ``models_dir``."""
     if not models_dir.is_dir():
@@ -233,8 +254,9 @@ def _convert_text(path: Path) -> ParsedDocument:
     return ParsedDocument(title=_title_from_name(path), blocks=blocks, page_count=0)
 
 
-def _pdf_title(path: Path) -> str:
-    """The PDF's metadata title when it looks like one, else a title from the file name."""
+def _pdf_facts(path: Path) -> tuple[str, int]:
+    """The PDF's title (its metadata title when it looks like one, else one from the file name)
+    and its page count."""
     import pypdfium2 as pdfium
 
     try:
@@ -245,7 +267,8 @@ def _pdf_title(path: Path) -> str:
             raise DocumentError("encrypted PDF (password required)") from exc
         raise DocumentError(f"corrupt or unreadable PDF: {reason}") from exc
     try:
-        if len(pdf) == 0:
+        pages = len(pdf)
+        if pages == 0:
             raise DocumentError("PDF has no pages")
         title = (pdf.get_metadata_dict().get("Title") or "").strip()
     finally:
@@ -253,8 +276,8 @@ def _pdf_title(path: Path) -> str:
     junk = ("untitled", ".doc", ".pdf", "microsoft word")
     letters = sum(c.isalpha() or c.isspace() for c in title)
     if " " in title and letters >= 0.7 * len(title) and not any(j in title.lower() for j in junk):
-        return title
-    return _title_from_name(path)
+        return title, pages
+    return _title_from_name(path), pages
 
 
 def _pdfium_text(path: Path, title: str) -> ParsedDocument:

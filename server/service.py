@@ -33,6 +33,7 @@ from index_build.builder import (
 )
 from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
+from index_build.limits import IngestLimits
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.version import Bm25Params, FileRecord
 from pipeline.answers import (
@@ -879,6 +880,14 @@ def ingest_options(settings: Settings) -> IngestOptions:
         pdf_models_dir=settings.pdf_models_dir,
         sparse_threshold=settings.sparse_similarity_threshold,
         convert_processes=settings.convert_processes,
+        limits=IngestLimits(
+            max_expanded_mb=settings.ingest_max_expanded_mb,
+            max_pages=settings.ingest_max_pages,
+            max_chars=settings.ingest_max_chars,
+            max_chunks=settings.ingest_max_chunks,
+            convert_memory_mb=settings.ingest_convert_memory_mb,
+            convert_timeout_s=settings.ingest_convert_timeout_s,
+        ),
     )
 
 

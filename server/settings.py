@@ -185,9 +185,29 @@ class Settings(BaseSettings):
         1,
         ge=0,
         le=64,
-        description="Child processes that convert and chunk files while ingest embeds, when two or "
-        "more PDFs are to be converted (other formats convert in milliseconds); 0 converts in the "
-        "ingesting process.",
+        description="Child processes that convert and chunk files (all but plain text) while ingest "
+        "embeds, each under the memory and time limits; 0 converts in the ingesting process, "
+        "without those limits.",
+    )
+    ingest_max_expanded_mb: float = Field(
+        32.0,
+        gt=0,
+        description="A file that expands to more (its size; a DOCX: its unpacked parts) is skipped unread.",
+    )
+    ingest_max_pages: int = Field(3_000, ge=1, description="A document with more pages is skipped.")
+    ingest_max_chars: int = Field(
+        5_000_000, ge=1, description="A document with more characters of text is skipped."
+    )
+    ingest_max_chunks: int = Field(
+        20_000, ge=1, description="A document making more chunks is skipped (before embedding)."
+    )
+    ingest_convert_memory_mb: int = Field(
+        4_096,
+        ge=256,
+        description="A conversion process using more resident memory is stopped; its file skipped.",
+    )
+    ingest_convert_timeout_s: float = Field(
+        600.0, gt=0, description="A file whose conversion and chunking take longer is stopped and skipped."
     )
     chunk_tokens: int = Field(256, ge=32, le=8192, description="Chunk size in embedder tokens.")
     chunk_overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")

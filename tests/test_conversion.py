@@ -111,21 +111,20 @@ class CountingHereTokenizer(WhitespaceTokenizer):
         return super().count(text)
 
 
-def test_only_two_pdfs_or_more_are_worth_a_child_process(tmp_path, embedder):
+def test_plain_text_converts_here_and_anything_parsed_in_a_child_process(tmp_path, embedder):
     folder = write_manuals(tmp_path / "manuals", 3)
     options = IngestOptions(chunking=ChunkingOptions(max_tokens=64))
     here = CountingHereTokenizer()
     ingest(tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, here), options=options)
     assert here.processes == {os.getpid()}, "text files convert in the ingesting process"
 
-    for name in ("transporter", "cryostat"):
-        write_text_pdf(folder / f"{name}.pdf", name.title(), [f"The {name} is serviced yearly."])
+    (folder / "cryostat.md").write_text("# Cryostat\n\nThe cryostat is serviced yearly.\n")
     (folder / "manual-0.txt").write_text("Manual 0\n\nRewritten, so it is converted again.\n")
     elsewhere = CountingHereTokenizer()
     report = ingest(
         tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
     )
-    assert report.converted == 3 and elsewhere.processes == set(), "converted in a child process"
+    assert report.converted == 2 and elsewhere.processes == set(), "one parsed file: all in a child process"
 
 
 def test_what_a_child_is_sent_fits_in_a_pipe(embedder):

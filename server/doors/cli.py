@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument(
         "--enrich", action="store_true", help="let the LLM situate each chunk in its document"
     )
+    limits = ingest.add_argument_group("limits (a file over one is skipped and named; defaults: settings)")
+    for flag, kind, meaning in INGEST_LIMIT_FLAGS:
+        limits.add_argument(f"--{flag}", type=kind, dest=_limit_setting(flag), help=meaning)
 
     search = commands.add_parser("search", help="rank passages for a query")
     search.add_argument("query")
@@ -262,6 +265,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# `ingest --max-pages 5000` overrides the setting ingest_max_pages, and so on.
+INGEST_LIMIT_FLAGS = (
+    ("max-expanded-mb", float, "skip a file that expands to more MB (a DOCX: unpacked)"),
+    ("max-pages", int, "skip a document with more pages"),
+    ("max-chars", int, "skip a document with more characters of text"),
+    ("max-chunks", int, "skip a document that makes more chunks"),
+    ("convert-memory-mb", int, "stop a conversion process using more memory"),
+    ("convert-timeout-s", float, "stop converting a file after this many seconds"),
+)
+
+
+def _limit_setting(flag: str) -> str:
+    return "ingest_" + flag.replace("-", "_")
+
+
 def _date(text: str) -> datetime:
     try:
         return datetime.fromisoformat(text).replace(tzinfo=UTC)
@@ -273,7 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``docfinder`` script."""
     args = build_parser().parse_args(argv)
     try:
-        settings = load_settings(args.config, index_dir=getattr(args, "index", None))
+        limits = {
+            _limit_setting(flag): getattr(args, _limit_setting(flag), None) for flag, *_ in INGEST_LIMIT_FLAGS
+        }
+        settings = load_settings(args.config, index_dir=getattr(args, "index", None), **limits)
         level = logging.INFO if args.verbose else logging.getLevelName(settings.log_level.upper())
         configure_logging(level, settings.log_format, verbose=args.verbose)
         return _dispatch(args, settings)

@@ -1,0 +1,86 @@
+"""How much one document may expand to before ingest skips it, and why.
+
+A 138 KB DOCX can hold 40 MB of XML (a zip compresses 400,000 identical paragraphs almost to
+nothing); converting it took minutes and gigabytes and wrote an index of 800 MB. Ingest
+therefore checks each file against limits at three points, each cheaper than the work it
+saves: before conversion (the bytes the file expands to: its size, or for a DOCX the sum of
+its unpacked parts as the zip's directory states them; a PDF's page count), after
+conversion (pages, characters) and after chunking (chunks, before anything is embedded). A
+file over a limit is skipped with the limit and the flag that raises it named; the rest are
+ingested. What no limit can foresee (a parser that loops or balloons) is bounded by the
+conversion process's memory and time limits (:mod:`index_build.conversion`).
+"""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import DocumentError
+
+MB = 1024 * 1024
+ZIP_SUFFIXES = {".docx"}  # formats that are zip containers: checked by their unpacked size
+
+
+@dataclass(frozen=True, slots=True)
+class IngestLimits:
+    """Per-file and per-document bounds; the defaults fit any real manual or filing we know of
+    (the largest SEC 10-Q here: 3.8 MB, 120 pages, about 0.5 million characters)."""
+
+    max_expanded_mb: float = 32.0
+    max_pages: int = 3_000
+    max_chars: int = 5_000_000
+    max_chunks: int = 20_000
+    convert_memory_mb: int = 4_096  # resident memory of one conversion process
+    convert_timeout_s: float = 600.0  # one file's conversion and chunking
+
+
+class OverLimitError(DocumentError):
+    """A file skipped because it is over one of the ingest limits (the message names it)."""
+
+
+def check_file(path: Path, limits: IngestLimits) -> None:
+    """Raise :class:`OverLimitError` when ``path`` would expand beyond ``max_expanded_mb``."""
+    expanded = _expanded_bytes(path)
+    if expanded > limits.max_expanded_mb * MB:
+        raise OverLimitError(
+            f"expands to {expanded / MB:,.1f} MB, over the limit of {limits.max_expanded_mb:g} MB "
+            "(--max-expanded-mb, setting ingest_max_expanded_mb)"
+        )
+
+
+def check_pages(pages: int, limits: IngestLimits) -> None:
+    if pages > limits.max_pages:
+        raise OverLimitError(
+            f"has {pages:,} pages, over the limit of {limits.max_pages:,} "
+            "(--max-pages, setting ingest_max_pages)"
+        )
+
+
+def check_chars(chars: int, limits: IngestLimits) -> None:
+    if chars > limits.max_chars:
+        raise OverLimitError(
+            f"has {chars:,} characters of text, over the limit of {limits.max_chars:,} "
+            "(--max-chars, setting ingest_max_chars)"
+        )
+
+
+def check_chunks(chunks: int, limits: IngestLimits) -> None:
+    if chunks > limits.max_chunks:
+        raise OverLimitError(
+            f"makes {chunks:,} chunks, over the limit of {limits.max_chunks:,} "
+            "(--max-chunks, setting ingest_max_chunks)"
+        )
+
+
+def _expanded_bytes(path: Path) -> int:
+    """The file's size, or for a zip container the total its directory says it unpacks to."""
+    size = path.stat().st_size
+    if path.suffix.lower() not in ZIP_SUFFIXES:
+        return size
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return max(size, sum(entry.file_size for entry in archive.infolist()))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DocumentError(f"not a readable {path.suffix.lower()} file (a broken zip): {exc}") from exc
