@@ -724,3 +724,36 @@ async def test_a_malformed_teams_activity_is_a_400_naming_the_field_never_a_500(
         assert f"'{field}" in text
         await asyncio.sleep(0.2)
         assert connector.activities == [], "nothing was sent for a malformed activity"
+
+
+# Minor: MCP and REST validated the same request differently (one validation for both doors).
+
+
+async def test_rest_and_mcp_refuse_the_same_requests_with_the_same_words_and_echo_nothing(server):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    client, _ = await server()
+    secret = "sk-live-0123456789"
+    cases = [
+        ("/v1/search", "search", {"query": "proposal", "k": True}),
+        ("/v1/search", "search", {"query": "proposal", "colour": secret}),
+        ("/v1/search", "search", {"query": "proposal", "mode": secret}),
+        ("/v1/search", "search", {"query": "proposal", "collections": [secret * 10]}),
+        ("/v1/ask", "ask", {"question": secret * 2_000}),
+        ("/v1/ask", "ask", {"question": "x", "conversation_id": 5}),
+        ("/v1/feedback", "submit_feedback", {"answer_id": "a", "rating": secret}),
+        ("/v1/feedback", "submit_feedback", {"answer_id": "a", "label": secret}),
+    ]
+    session = httpx2.AsyncClient(headers=bearer(ALPHA), timeout=60)
+    url = str(client.make_url("/mcp"))
+    async with session, Client(streamable_http_client(url, http_client=session)) as mcp:
+        for route, tool, arguments in cases:
+            rest = await client.post(route, json=arguments, headers=bearer(ALPHA))
+            assert rest.status == 400, (route, arguments)
+            rest_error = (await rest.json())["error"]
+            result = await mcp.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            assert result.content[0].text == f"invalid arguments: {rest_error}", (tool, arguments)
+            assert secret not in rest_error, rest_error

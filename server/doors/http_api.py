@@ -7,7 +7,7 @@ conversations the caller sees. Without keys the server is for loopback only (the
 refuses another address). ``/healthz`` and ``/openapi.json`` are open, and the bots' routes
 check their platforms' own signatures and tokens.
 
-Handlers only parse (:mod:`server.doors.http_models`), call the one service object, and reply
+Handlers only parse (:mod:`server.doors.request_models`), call the one service object, and reply
 with a model of :mod:`server.doors.responses`.
 Errors become JSON bodies with a clear message: 400 for bad input, 401 without a valid key,
 403 for a collection outside the key's scope, 404 for unknown ids (another caller's
@@ -39,8 +39,8 @@ from pipeline.errors import (
     UnauthenticatedError,
 )
 from server.doors.auth import Authenticator
-from server.doors.http_models import AskBody, FeedbackBody, SearchBody, read_body
 from server.doors.openapi import OPENAPI
+from server.doors.request_models import AskBody, FeedbackBody, SearchBody, read_body
 from server.doors.responses import ErrorOut, FeedbackOut, HealthOut, answer_out, search_out, to_json
 from server.runtime.logs import current_request_id, set_request_id
 from server.service import DocfinderService, require_scope

@@ -1,8 +1,9 @@
 """docfinder as Model Context Protocol tools, resources and a prompt (mcp 2.x ``MCPServer``).
 
-Each tool is thin: check arguments, call the one service object, render the same JSON
-shapes as the HTTP API. docfinder's own errors become tool errors with a clear message (the
-server keeps serving); ``ask`` reports each agent step as a progress notification.
+Each tool is thin: its arguments are read by the REST API's request models, it calls the one
+service object and renders the same JSON shapes as the HTTP API. docfinder's own errors
+become tool errors with a clear message (the server keeps serving); ``ask`` reports each
+agent step as a progress notification.
 """
 
 # No ``from __future__ import annotations``: MCPServer reads the tools' annotations at run time,
@@ -13,22 +14,31 @@ import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from aiohttp import web
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
-from pydantic import Field
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from pydantic import BaseModel, ValidationError, create_model
 
-from pipeline.answers import FEEDBACK_LABELS, LOCAL_CALLER, Caller, Feedback
+from pipeline.answers import LOCAL_CALLER, Caller, Feedback
 from pipeline.errors import DocfinderError, TransientError
-from pipeline.retrieval import MAX_SEARCH_K
 from pipeline.streaming import DRAFT_INTERVAL_S, AnswerToken
 from pipeline.types import Chunk
 from pipeline.wording import describe_step, evidence_preview
 from server.doors.asgi_mount import CALLER_STATE, asgi_handler
 from server.doors.auth import Authenticator
+from server.doors.request_models import (
+    AskBody,
+    DocumentRequest,
+    FeedbackBody,
+    NoArguments,
+    PassageRequest,
+    SearchBody,
+    describe,
+)
 from server.doors.responses import (
     AnswerOut,
     CollectionOut,
@@ -53,14 +63,38 @@ INSTRUCTIONS = (
 )
 
 
-def strict_arguments(tool: Tool) -> Tool:
-    """``tool`` with its arguments held to the REST API's rules: an unknown argument is refused
-    (not ignored), nothing is coerced (``k: true`` is not 1, ``"5"`` not 5), and a validation
-    error names the argument and the rule, never the value sent."""
-    model = tool.fn_metadata.arg_model
-    model.model_config.update(extra="forbid", strict=True, hide_input_in_errors=True)
-    model.model_rebuild(force=True)
-    tool.parameters = model.model_json_schema(by_alias=True)  # advertises additionalProperties: false
+class RequestTool(Tool):
+    """A tool whose arguments are one of the REST API's request models (:mod:`request_models`):
+    the same fields, limits and strictness (an unknown argument is refused, nothing is
+    coerced: ``k: true`` is not 1), and an invalid argument is reported as REST reports it,
+    naming the field and the rule, never the value sent."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"invalid arguments: {describe(exc.__cause__)}") from None
+            raise
+
+
+def request_tool(fn: Callable[..., Awaitable[Any]], request: type[BaseModel], description: str) -> Tool:
+    """``fn`` as a tool whose arguments are validated by ``request`` (whose fields must be
+    ``fn``'s parameters, besides the context): its argument model is built from the request
+    model's fields, so the input schema it advertises is the request model's."""
+    tool = RequestTool.from_function(fn, description=description)
+    parameters = set(inspect.signature(fn).parameters) - {tool.context_kwarg}
+    if parameters != set(request.model_fields):
+        raise TypeError(
+            f"tool {tool.name}: parameters {sorted(parameters)} are not {request.__name__}'s fields"
+        )
+    fields: dict[str, Any] = {name: (info.annotation, info) for name, info in request.model_fields.items()}
+    arguments = create_model(f"{tool.name}Arguments", __base__=ArgModelBase, **fields)
+    arguments.model_config.update(request.model_config)
+    arguments.model_config.update(hide_input_in_errors=True)
+    arguments.model_rebuild(force=True)
+    tool.fn_metadata.arg_model = arguments
+    tool.parameters = arguments.model_json_schema(by_alias=True)  # advertises additionalProperties: false
     return tool
 
 
@@ -71,36 +105,29 @@ def _tool_error(exc: DocfinderError) -> ToolError:
 
 def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer:
     """The MCP server over an entered service (loaded once by whoever entered it)."""
-    max_chars = settings.max_question_chars
     tools: list[Tool] = []
 
-    def tool(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        """Register ``fn`` as a tool described by its docstring (without the source indentation),
-        turning docfinder's errors into tool errors with their message, its arguments held to
-        the REST API's rules (:func:`strict_arguments`)."""
+    def tool(request: type[BaseModel]) -> Callable[[Callable[..., Awaitable[Any]]], Any]:
+        """Register a function as a tool described by its docstring (without the source
+        indentation), its arguments read as ``request`` (:func:`request_tool`), docfinder's
+        errors turned into tool errors with their message."""
 
-        @functools.wraps(fn)  # MCPServer reads the parameters and annotations through __wrapped__
-        async def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return await fn(*args, **kwargs)
-            except DocfinderError as exc:
-                raise _tool_error(exc) from exc
+        def register(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            @functools.wraps(fn)  # MCPServer reads the parameters and annotations through __wrapped__
+            async def guarded(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await fn(*args, **kwargs)
+                except DocfinderError as exc:
+                    raise _tool_error(exc) from exc
 
-        tools.append(
-            strict_arguments(Tool.from_function(guarded, description=inspect.cleandoc(fn.__doc__ or "")))
-        )
-        return guarded
+            tools.append(request_tool(guarded, request, inspect.cleandoc(fn.__doc__ or "")))
+            return guarded
 
-    @tool
+        return register
+
+    @tool(AskBody)
     async def ask(
-        question: Annotated[str, Field(description=f"The question, at most {max_chars} characters.")],
-        ctx: Context,
-        conversation_id: Annotated[
-            str | None, Field(description="Continue this conversation (from an earlier answer).")
-        ] = None,
-        collections: Annotated[
-            list[str] | None, Field(description="Search only these collections (see list_collections).")
-        ] = None,
+        question: str, conversation_id: str | None, collections: list[str] | None, ctx: Context
     ) -> AnswerOut:
         """Answer a question from the documentation: a short answer with [n] citations that link to the
         document, page and heading, the grounding checks' verdicts, and an answer id for feedback.
@@ -132,15 +159,9 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         )
         return answer_out(result, trace=False)
 
-    @tool
+    @tool(SearchBody)
     async def search(
-        query: Annotated[str, Field(description="Words or a question to search for.")],
-        k: Annotated[int, Field(ge=1, le=MAX_SEARCH_K, description="How many passages to return.")] = 8,
-        collections: Annotated[list[str] | None, Field(description="Search only these collections.")] = None,
-        mode: Annotated[
-            Literal["hybrid", "bm25", "dense"], Field(description="hybrid (default), keyword or semantic.")
-        ] = "hybrid",
-        ctx: Context | None = None,
+        query: str, k: int, mode: str, collections: list[str] | None, ctx: Context | None = None
     ) -> SearchOut:
         """Search the documentation and return ranked passages with score, source, page, heading and
         passage id, without writing an answer. Fast (milliseconds)."""
@@ -150,21 +171,14 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         )
         return search_out(result, _public(service, caller))
 
-    @tool
-    async def get_passage(
-        passage_id: Annotated[str, Field(description="A passage id from ask's citations or search.")],
-        ctx: Context | None = None,
-    ) -> PassageOut:
+    @tool(PassageRequest)
+    async def get_passage(passage_id: str, ctx: Context | None = None) -> PassageOut:
         """The full text of one passage with its document, page and heading."""
         caller = caller_of(ctx)
         return passage_out(await service.passage(passage_id, caller), public=_public(service, caller))
 
-    @tool
-    async def get_document(
-        doc_id: Annotated[str, Field(description="A document id (a passage's doc_id).")],
-        page: Annotated[int | None, Field(ge=1, description="Only the passages on this page.")] = None,
-        ctx: Context | None = None,
-    ) -> DocumentOut:
+    @tool(DocumentRequest)
+    async def get_document(doc_id: str, page: int | None, ctx: Context | None = None) -> DocumentOut:
         """A document's passages in reading order (only one page's with `page`), with its metadata."""
         caller = caller_of(ctx)
         version, record, chunks = await service.document(doc_id, page, caller)
@@ -179,27 +193,24 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
             passages=[passage_out(c, public=public) for c in chunks],
         )
 
-    @tool
+    @tool(NoArguments)
     async def list_collections(ctx: Context | None = None) -> CollectionsOut:
         """The searchable collections with their document and chunk counts, and the index version."""
         version, collections = await service.list_collections(caller_of(ctx))
         return CollectionsOut(index_version=version, collections=[CollectionOut(**c) for c in collections])
 
-    @tool
+    @tool(FeedbackBody)
     async def submit_feedback(
-        answer_id: Annotated[str, Field(description="The answer_id that ask returned.")],
-        rating: Annotated[int | None, Field(ge=1, le=5, description="1 (bad) to 5 (perfect).")] = None,
-        label: Annotated[
-            Literal[FEEDBACK_LABELS] | None,  # type: ignore[valid-type]
-            Field(description="What was right or wrong with the answer."),
-        ] = None,
-        comment: Annotated[str, Field(max_length=2000, description="Free text.")] = "",
+        answer_id: str,
+        rating: int | None,
+        label: str | None,
+        comment: str,
+        user: str,
         ctx: Context | None = None,
     ) -> FeedbackOut:
         """Judge an answer; stored with the feedback from Slack and Teams for the admins' evaluation sets."""
-        record = await service.record_feedback(
-            Feedback(answer_id, "mcp", rating=rating, label=label, comment=comment), caller=caller_of(ctx)
-        )
+        feedback = Feedback(answer_id, "mcp", user=user, rating=rating, label=label, comment=comment)
+        record = await service.record_feedback(feedback, caller=caller_of(ctx))
         return FeedbackOut(feedback_id=record.feedback_id, answer_id=record.answer_id)
 
     mcp = MCPServer(name="docfinder", instructions=INSTRUCTIONS, version=_version(), tools=tools)

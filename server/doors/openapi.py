@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 description of the HTTP API, served at ``/openapi.json``.
 
 Every body's schema is generated from the model the code uses: requests from the models the
-handlers parse with (:mod:`server.doors.http_models`), responses from the models they reply
+handlers parse with (:mod:`server.doors.request_models`), responses from the models they reply
 with (:mod:`server.doors.responses`). Only the paths, summaries and status codes are written
 here.
 """
@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from server.doors.http_models import AskBody, FeedbackBody, SearchBody
+from server.doors.request_models import AskBody, FeedbackBody, SearchBody
 from server.doors.responses import AnswerOut, ErrorOut, FeedbackOut, HealthOut, SearchOut
 
 REQUESTS: tuple[type[BaseModel], ...] = (AskBody, SearchBody, FeedbackBody)

@@ -1,11 +1,14 @@
-"""The HTTP API's request bodies as strict pydantic models, and the one reader that parses them.
+"""What a client may send, as strict pydantic models that REST and MCP both read.
 
-The handlers parse every body through :func:`read_body`, and ``/openapi.json`` takes its
-request schemas from the same models, so the document and the behaviour cannot drift.
-The models are strict: no ``true`` for an integer, no number for a string, no unknown
-fields. The reader turns everything a careless or hostile client can send into a 400 with a
-clear message: a body that is not UTF-8 (or declares another charset), not JSON, nested too
-deep, or holding a lone surrogate that no database could store.
+The HTTP handlers parse every body through :func:`read_body`, the MCP tools take these
+models as their argument models (:mod:`server.doors.mcp_server`), and ``/openapi.json`` and
+the tools' input schemas are generated from them: one declaration per field, so the doors,
+their documents and their behaviour cannot drift apart. The models are strict: no ``true``
+for an integer, no number for a string, no unknown fields; an error names the field and the
+rule, never the value sent (:func:`describe`). The HTTP reader turns everything a careless
+or hostile client can send into a 400 with a clear message: a body that is not UTF-8 (or
+declares another charset), not JSON, nested too deep, or holding a lone surrogate that no
+database could store.
 """
 
 from __future__ import annotations
@@ -36,35 +39,68 @@ class _Strict(BaseModel):
 
 
 class AskBody(_Strict):
-    """``POST /v1/ask`` and ``/v1/ask/stream``."""
+    """``POST /v1/ask`` and ``/v1/ask/stream``; the MCP tool ``ask``."""
 
-    question: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    question: str = Field(
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="The question (the server's max_question_chars holds).",
+    )
     conversation_id: str | None = Field(
         None,
         min_length=1,
         max_length=MAX_ID_CHARS,
-        description="continue a conversation this API key started (from an earlier answer)",
+        description="Continue a conversation this client started (from an earlier answer).",
     )
     collections: Collections = None
 
 
 class SearchBody(_Strict):
-    """``POST /v1/search``."""
+    """``POST /v1/search``; the MCP tool ``search``."""
 
-    query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
-    k: int = Field(10, ge=1, le=MAX_SEARCH_K)
-    mode: Literal["hybrid", "bm25", "dense", "sparse"] = "hybrid"
+    query: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS, description="Words or a question to search for."
+    )
+    k: int = Field(10, ge=1, le=MAX_SEARCH_K, description="How many passages to return.")
+    mode: Literal["hybrid", "bm25", "dense", "sparse"] = Field(
+        "hybrid", description="hybrid (default), bm25 (keywords), dense (meaning) or sparse (rare facts)."
+    )
     collections: Collections = None
 
 
 class FeedbackBody(_Strict):
-    """``POST /v1/feedback``."""
+    """``POST /v1/feedback``; the MCP tool ``submit_feedback``."""
 
-    answer_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
-    rating: int | None = Field(None, ge=1, le=5)
-    label: Literal[FEEDBACK_LABELS] | None = None  # type: ignore[valid-type]
-    comment: str = Field("", max_length=2000)
-    user: str = Field("", max_length=MAX_ID_CHARS, description="stored only as a pseudonym")
+    answer_id: str = Field(
+        min_length=1, max_length=MAX_ID_CHARS, description="The answer_id that ask returned."
+    )
+    rating: int | None = Field(None, ge=1, le=5, description="1 (bad) to 5 (perfect).")
+    label: Literal[FEEDBACK_LABELS] | None = Field(  # type: ignore[valid-type]
+        None, description="What was right or wrong with the answer."
+    )
+    comment: str = Field("", max_length=2000, description="Free text.")
+    user: str = Field("", max_length=MAX_ID_CHARS, description="Who judged; stored only as a pseudonym.")
+
+
+class PassageRequest(_Strict):
+    """The MCP tool ``get_passage``."""
+
+    passage_id: str = Field(
+        min_length=1, max_length=MAX_ID_CHARS, description="A passage id from ask's citations or search."
+    )
+
+
+class DocumentRequest(_Strict):
+    """The MCP tool ``get_document``."""
+
+    doc_id: str = Field(
+        min_length=1, max_length=MAX_ID_CHARS, description="A document id (a passage's doc_id)."
+    )
+    page: int | None = Field(None, ge=1, le=1_000_000, description="Only the passages on this page.")
+
+
+class NoArguments(_Strict):
+    """A tool without arguments (``list_collections``): any argument is refused."""
 
 
 Body = TypeVar("Body", bound=BaseModel)
