@@ -8,12 +8,14 @@
    and the excess is refused with 503; one wave alone is over in well under a second).
 3. Fuzzing: schemathesis generates requests from ``/openapi.json`` for every operation; the
    number of 5xx answers must be 0.
+4. Ingest bomb and 5. hostile bodies on every route: see :mod:`benchmarks.hostile`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import shutil
 import statistics
 import tempfile
@@ -25,7 +27,8 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.load_fault import REPO, server_env, start_server
+from benchmarks.hostile import bench_hostile_bodies, bench_ingest_bomb, hostile_env
+from benchmarks.load_fault import REPO, serve_http, server_env, start_server
 from server.evaluation.retrieval import percentile
 from server.service import run_ingest
 from server.settings import Settings
@@ -46,7 +49,8 @@ def bench_hardening(settings: Settings) -> dict[str, Any]:
         index = work / "index"
         run_ingest(settings.model_copy(update={"index_dir": index}), [corpus], collection="docs")
         with FakeLLMServer() as llm:
-            process, url = start_server(server_env(work, index, llm.url))
+            env = server_env(work, index, llm.url)
+            process, url = start_server(env)
             try:
                 memory = asyncio.run(_memory(url, process.pid))
                 health = asyncio.run(_health_under_search_flood(url))
@@ -54,7 +58,17 @@ def bench_hardening(settings: Settings) -> dict[str, Any]:
             finally:
                 process.terminate()
                 process.wait(timeout=30)
-    return {"memory": memory, "health_under_search_flood": health, "fuzzing": fuzz}
+            with serve_http(hostile_env(env)) as url:
+                hostile = asyncio.run(bench_hostile_bodies(url))
+        plain = {k: v for k, v in os.environ.items() if not k.startswith("DOCFINDER_")}
+        bomb = bench_ingest_bomb(work, plain)
+    return {
+        "memory": memory,
+        "health_under_search_flood": health,
+        "fuzzing": fuzz,
+        "hostile_bodies": hostile,
+        "ingest_bomb": bomb,
+    }
 
 
 def _rss_mb(pid: int) -> float:

@@ -30,7 +30,7 @@ from index_build.conversion import (
     convert_in_process,
     failure_reason,
 )
-from index_build.convert import SUPPORTED_SUFFIXES, TEXT_SUFFIXES
+from index_build.convert import SUPPORTED_SUFFIXES
 from index_build.document import ParsedDocument
 from index_build.evidence import EVIDENCE_VERSION
 from index_build.layout import (
@@ -41,7 +41,7 @@ from index_build.layout import (
     remove_stale_builds,
     writer_lock,
 )
-from index_build.limits import IngestLimits
+from index_build.limits import MB, IngestLimits, expanded_bytes
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import SourceFile, discover, file_sha256
 from index_build.version import (
@@ -52,7 +52,7 @@ from index_build.version import (
     write_collection,
     write_manifest,
 )
-from pipeline.errors import ConfigurationError, IndexCorruptError, IndexNotFoundError
+from pipeline.errors import ConfigurationError, DocumentError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder
 from pipeline.sparse import DEFAULT_THRESHOLD
 from pipeline.types import (
@@ -68,6 +68,18 @@ from pipeline.types import (
 log = logging.getLogger(__name__)
 
 EMBED_BATCH = 64
+CONVERT_HERE_MAX_MB = 1.0  # a non-PDF file expanding to no more converts in the ingesting process
+
+
+def _worth_a_child(path: Path) -> bool:
+    if path.suffix.lower() == ".pdf":
+        return True
+    try:
+        return expanded_bytes(path) > CONVERT_HERE_MAX_MB * MB
+    except (DocumentError, OSError):
+        return True  # its conversion reports what is wrong with it
+
+
 LENGTH_CLASS_CHARS = 64  # texts this close in length (about 15 tokens) are embedded together
 
 
@@ -331,17 +343,20 @@ def _process_sources(
 def _conversions(
     jobs: list[ConversionJob], embedder: Embedder, options: IngestOptions
 ) -> Generator[tuple[ConversionJob, Outcome], None, None]:
-    """The jobs' outcomes in order, from child processes that the limits' watchdog guards.
+    """The jobs' outcomes in order, from child processes that the limits' watchdog guards
+    when any of them is worth guarding.
 
-    Any file but plain text converts in a child: a parser that balloons or loops on one
-    document then costs that document, not the ingest. Chunking that needs the embedder
-    (semantic) converts here, and so does everything with ``convert_processes`` 0: there only
-    the size limits hold, not the memory and time limits."""
+    A PDF, and any file that expands beyond :data:`CONVERT_HERE_MAX_MB`, converts in a child:
+    a parser that crashes, balloons or loops on one document then costs that document, not
+    the ingest. Small Markdown, HTML, DOCX and text files convert here, in milliseconds, where
+    a child would take seconds to start and import its parsers (a parser blowing up a 1 MB
+    file 300-fold stays under half a gigabyte). Chunking that needs the embedder (semantic)
+    converts here, and so does everything with ``convert_processes`` 0: there only the size
+    limits hold, not the memory and time limits."""
     setup = ConversionSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir, options.limits)
     if options.chunking.method == "semantic":
         return convert_in_process(jobs, setup, embedder.embed)
-    parsed = sum(1 for job in jobs if job.source.path.suffix.lower() not in TEXT_SUFFIXES)
-    if options.convert_processes == 0 or parsed == 0:
+    if options.convert_processes == 0 or not any(_worth_a_child(job.source.path) for job in jobs):
         return convert_in_process(jobs, setup)
     return ConversionPool(min(options.convert_processes, len(jobs)), setup).convert(jobs)
 

@@ -47,6 +47,7 @@ from pipeline.types import Chunk, EvidenceUnit
 log = logging.getLogger(__name__)
 
 CONVERT_NICENESS = 5  # a child converts at this niceness, so embedding keeps its CPU when both run
+ORPHAN_CHECK_S = 1.0  # how often a child looks whether its ingesting process is still there
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +257,7 @@ class ConversionPool:
             max_workers=self.processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_child,
-            initargs=(self.setup, board),
+            initargs=(self.setup, board, os.getpid()),
         )
 
 
@@ -349,20 +350,30 @@ def _resident_mb(pid: int) -> float:
 _child: tuple[DocumentConverter, ConversionSetup, Path] | None = None
 
 
-def _start_child(setup: ConversionSetup, board: Path) -> None:
+def _start_child(setup: ConversionSetup, board: Path, parent: int) -> None:
     global _child
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(CONVERT_NICENESS)
+    threading.Thread(target=_exit_with, args=(parent,), name="orphan-check", daemon=True).start()
     _child = (DocumentConverter(setup.pdf_models_dir, setup.limits), setup, board)
+
+
+def _exit_with(parent: int) -> None:
+    """End this child once its ingesting process is gone (killed, say, by the OOM killer): it
+    holds both ends of the pool's queues, so it would otherwise wait for work for ever."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_CHECK_S)
+    os._exit(1)
 
 
 def _convert_in_child(job: ConversionJob) -> ConvertedFile:
     if _child is None:
         raise RuntimeError("a conversion process was started without its initializer")
     converter, setup, board = _child
-    converter.warm_up(job.source.path)
-    note = board / str(os.getpid())
-    note.write_text(f"{job.source.doc_id} {time.time()}", encoding="ascii")  # for the watchdog
+    note = board / str(os.getpid())  # for the watchdog: the file, and since when its time counts
+    note.write_text(f"{job.source.doc_id} inf", encoding="ascii")  # memory counts from here
+    converter.warm_up(job.source.path)  # the first import of a parser is not the file's time
+    note.write_text(f"{job.source.doc_id} {time.time()}", encoding="ascii")
     try:
         return convert_file(job, converter, setup)
     finally:

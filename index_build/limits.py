@@ -42,7 +42,7 @@ class OverLimitError(DocumentError):
 
 def check_file(path: Path, limits: IngestLimits) -> None:
     """Raise :class:`OverLimitError` when ``path`` would expand beyond ``max_expanded_mb``."""
-    expanded = _expanded_bytes(path)
+    expanded = expanded_bytes(path)
     if expanded > limits.max_expanded_mb * MB:
         raise OverLimitError(
             f"expands to {expanded / MB:,.1f} MB, over the limit of {limits.max_expanded_mb:g} MB "
@@ -74,8 +74,9 @@ def check_chunks(chunks: int, limits: IngestLimits) -> None:
         )
 
 
-def _expanded_bytes(path: Path) -> int:
-    """The file's size, or for a zip container the total its directory says it unpacks to."""
+def expanded_bytes(path: Path) -> int:
+    """The file's size, or for a zip container the total its directory says it unpacks to
+    (:class:`DocumentError` for a container that is not a readable zip)."""
     size = path.stat().st_size
     if path.suffix.lower() not in ZIP_SUFFIXES:
         return size

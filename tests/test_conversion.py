@@ -111,20 +111,33 @@ class CountingHereTokenizer(WhitespaceTokenizer):
         return super().count(text)
 
 
-def test_plain_text_converts_here_and_anything_parsed_in_a_child_process(tmp_path, embedder):
+def test_small_files_convert_here_and_a_pdf_or_a_large_file_in_a_child_process(tmp_path, embedder):
     folder = write_manuals(tmp_path / "manuals", 3)
+    (folder / "cryostat.md").write_text("# Cryostat\n\nThe cryostat is serviced yearly.\n")
     options = IngestOptions(chunking=ChunkingOptions(max_tokens=64))
     here = CountingHereTokenizer()
     ingest(tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, here), options=options)
-    assert here.processes == {os.getpid()}, "text files convert in the ingesting process"
+    assert here.processes == {os.getpid()}, "small files convert in the ingesting process"
 
-    (folder / "cryostat.md").write_text("# Cryostat\n\nThe cryostat is serviced yearly.\n")
-    (folder / "manual-0.txt").write_text("Manual 0\n\nRewritten, so it is converted again.\n")
-    elsewhere = CountingHereTokenizer()
-    report = ingest(
-        tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
+    for name, write in (("pdf", _one_pdf), ("large", _large_html)):
+        write(folder)
+        (folder / "manual-0.txt").write_text(f"Manual 0\n\nRewritten for the {name} case.\n")
+        elsewhere = CountingHereTokenizer()
+        report = ingest(
+            tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
+        )
+        assert report.converted == 2 and elsewhere.processes == set(), f"{name}: all in a child process"
+
+
+def _one_pdf(folder: Path) -> None:
+    write_text_pdf(folder / "transporter.pdf", "Transporter", ["The transporter is serviced yearly."])
+
+
+def _large_html(folder: Path) -> None:  # over 1 MB, mostly a comment: little text to embed
+    padding = "<!-- " + "x" * 1_100_000 + " -->"
+    (folder / "frame.html").write_text(
+        f"<html><body>{padding}<h1>Frame</h1><p>Tighten every bolt.</p></body></html>"
     )
-    assert report.converted == 2 and elsewhere.processes == set(), "one parsed file: all in a child process"
 
 
 def test_what_a_child_is_sent_fits_in_a_pipe(embedder):

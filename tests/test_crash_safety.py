@@ -13,6 +13,7 @@ from index_build.layout import BUILDING_PREFIX, VERSIONS, live_version_id
 from index_build.snapshot import open_live
 from pipeline.retrieval import SearchRequest, retrieve
 from tests.conftest import REPO
+from tests.samples import write_text_pdf
 
 PARAGRAPH = (
     "Section {i}.{j} explains how antenna {i} is serviced: the team checks the cryostat, the "
@@ -48,15 +49,33 @@ def start_ingest(corpus: Path, index: Path) -> subprocess.Popen:
     )
 
 
+def children_of(pid: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == pid]
+
+
+def _parent(process: Path) -> int:
+    try:
+        return int((process / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def kill_when(process: subprocess.Popen, ready, timeout: float = 120.0) -> bool:
-    """SIGKILL ``process`` as soon as ``ready()`` holds; False if it finished first."""
+    """SIGKILL ``process`` as soon as ``ready()`` holds; False if it finished first. Its
+    conversion processes must end with it, not linger as orphans."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             return False
         if ready():
+            children = children_of(process.pid)
             process.send_signal(signal.SIGKILL)
             process.wait()
+            gone_by = time.monotonic() + 10
+            while any(Path(f"/proc/{child}").exists() for child in children) and time.monotonic() < gone_by:
+                time.sleep(0.1)
+            left = [child for child in children if Path(f"/proc/{child}").exists()]
+            assert not left, f"conversion processes {left} outlived the killed ingest"
             return True
         time.sleep(0.002)
     process.kill()
@@ -76,6 +95,8 @@ def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp
     assert first.returncode == 0, first.stderr.decode()
     version = live_version_id(index)
     write_corpus(sample_corpus / "antennas", files=200)  # an ingest of several seconds, to kill it midway
+    write_text_pdf(sample_corpus / "antennas" / "manual.pdf", "Manual", ["The antenna is parked in wind."])
+    # (with a PDF among them, files convert in a child process, which must die with the ingest)
 
     # Kill once while documents are converted and embedded, once while the new version is written.
     started = time.monotonic()
