@@ -27,8 +27,8 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.hostile import bench_hostile_bodies, bench_ingest_bomb, hostile_env
-from benchmarks.load_fault import REPO, serve_http, server_env, start_server
+from benchmarks.hostile import bench_hostile, bench_ingest_bomb
+from benchmarks.load_fault import REPO, server_env, start_server
 from server.evaluation.retrieval import percentile
 from server.service import run_ingest
 from server.settings import Settings
@@ -58,8 +58,7 @@ def bench_hardening(settings: Settings) -> dict[str, Any]:
             finally:
                 process.terminate()
                 process.wait(timeout=30)
-            with serve_http(hostile_env(env)) as url:
-                hostile = asyncio.run(bench_hostile_bodies(url))
+            hostile = asyncio.run(bench_hostile(env))
         plain = {k: v for k, v in os.environ.items() if not k.startswith("DOCFINDER_")}
         bomb = bench_ingest_bomb(work, plain)
     return {

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -120,17 +121,32 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
-def hostile_env(env: dict[str, str]) -> dict[str, str]:
-    """The server settings of phase 2: an API key (so /mcp is mounted), Slack and Teams."""
+def hostile_env(env: dict[str, str], slack_api_url: str) -> dict[str, str]:
+    """The server settings of phase 2: an API key (so /mcp is mounted), Slack (its Web API a
+    local fake, as reachable as the real one) and Teams."""
     return {
         **env,
         "DOCFINDER_API_KEYS": json.dumps({"bench": {"key": BENCH_KEY, "scopes": ["admin"]}}),
         "DOCFINDER_SLACK_BOT_TOKEN": "xoxb-hardening-bench",
         "DOCFINDER_SLACK_SIGNING_SECRET": SLACK_SECRET,
-        "DOCFINDER_SLACK_API_URL": "http://127.0.0.1:9/api/",  # nothing is ever sent there
+        "DOCFINDER_SLACK_API_URL": slack_api_url,
         "DOCFINDER_TEAMS_APP_ID": "00000000-0000-0000-0000-000000000000",
         "DOCFINDER_TEAMS_APP_PASSWORD": "hardening-bench",
     }
+
+
+async def bench_hostile(env: dict[str, str]) -> dict[str, Any]:
+    """Phase 2 against ``docfinder serve http`` started with :func:`hostile_env`."""
+    from benchmarks.load_fault import start_server
+    from tests.fake_chat import FakeSlackAPI
+
+    async with FakeSlackAPI() as slack:
+        process, url = await asyncio.to_thread(start_server, hostile_env(env, slack.url))
+        try:
+            return await bench_hostile_bodies(url)
+        finally:
+            process.terminate()
+            await asyncio.to_thread(process.wait, 30)
 
 
 async def bench_hostile_bodies(url: str) -> dict[str, Any]:

@@ -144,19 +144,23 @@ def slack_route(app: AsyncApp, signing_secret: str) -> Any:
 
 def _a_slack_delivery(text: str, content_type: str) -> bool:
     """Whether Bolt's body parser makes of ``text`` what its middleware and listeners expect: a
-    mapping whose ``event``, if any, is a mapping too. Bolt reads JSON (by content type, or a
-    body starting with ``{``), else form fields whose ``payload``, when there is one, is JSON."""
+    mapping with a string ``type`` whose ``event``, if any, is a mapping too. Bolt reads JSON
+    (by content type, or a body starting with ``{``), else form fields: Slack's forms carry a
+    JSON ``payload`` (interactions), a ``command`` or an ``ssl_check``; any other form is no
+    delivery."""
     try:
         if content_type == "application/json" or text.startswith("{"):
             body = json.loads(text)
-        elif "payload" in text:
-            payload = dict(parse_qsl(text, keep_blank_values=True)).get("payload")
-            body = {} if payload is None else json.loads(payload)
         else:
-            return True
+            fields = dict(parse_qsl(text, keep_blank_values=True))
+            if "payload" not in fields:
+                return bool(fields.keys() & {"command", "ssl_check"})
+            body = json.loads(fields["payload"])
     except (ValueError, RecursionError):
         return False
-    return isinstance(body, dict) and isinstance(body.get("event", {}), dict)
+    if not isinstance(body, dict) or not isinstance(body.get("event", {}), dict):
+        return False
+    return isinstance(body.get("type"), str)  # every event and interaction names its type
 
 
 class _SlackBot:

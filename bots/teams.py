@@ -244,7 +244,7 @@ def teams_route(service: AnsweringService, config: TeamsConfig) -> Any:
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
             activity = await request.json()
-        except (ValueError, LookupError) as exc:  # not JSON, not UTF-8, or an unknown charset
+        except (ValueError, LookupError, RecursionError) as exc:  # not JSON or UTF-8, odd charset, too deep
             raise web.HTTPBadRequest(text="the body is not a JSON activity") from exc
         problem = activity_problem(activity)
         if problem:

@@ -502,6 +502,12 @@ async def test_slack_bodies_that_are_not_objects_are_refused_without_a_server_er
         ('"str"', "application/json"),
         ("payload=notjson", "application/x-www-form-urlencoded"),
         ("payload=%5B1%5D", "application/x-www-form-urlencoded"),
+        # Found by the hardening bench's hostile bodies: a form-encoded body that is not a form.
+        ("9" * 5000, "application/x-www-form-urlencoded"),
+        ("[1, 2]", "application/x-www-form-urlencoded"),
+        ("notjson", "application/x-www-form-urlencoded"),
+        ("[" * 100_000 + "]" * 100_000, "application/x-www-form-urlencoded"),
+        ('{"k": 1e' + "9" * 5000 + "}", "application/json"),
     ]
     async with FakeSlackAPI() as api, BotServer(index.parent, embedder, llm.url, mount_slack) as bots:
         client, _ = await bots.start(
@@ -518,7 +524,7 @@ async def test_slack_bodies_that_are_not_objects_are_refused_without_a_server_er
             )
             assert unsigned.status == 401, (body, unsigned.status)
             genuine = await client.post("/slack/events", data=body, headers=signed_raw(body, content_type))
-            assert genuine.status == 400, (body, genuine.status)
+            assert genuine.status == 400, (body[:20], content_type, genuine.status)
         body, headers = signed({**event_callback({"type": "app_mention"}), "event": "a string"})
         assert (await client.post("/slack/events", data=body, headers=headers)).status == 400
         assert "Traceback" not in caplog.text and not [
@@ -683,6 +689,27 @@ async def test_a_question_of_only_control_or_invisible_characters_is_refused_lik
 
 
 # Minor: the Teams door in emulator mode gives 500 for an activity without `conversation`.
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b"9" * 5000,
+        b'{"type": 1e' + b"9" * 5000 + b"}",
+        b"[1, 2]",
+        b"notjson",
+    ],
+    ids=["nested-deep", "5000-digits", "huge-exponent", "list", "not-json"],
+)
+async def test_a_teams_body_that_is_no_activity_is_a_400_never_a_500(tmp_path, embedder, llm, body):
+    from server.doors.chat_bots import mount_teams
+    from tests.fake_chat import BotServer, FakeConnector
+
+    async with FakeConnector() as connector, BotServer(tmp_path, embedder, llm.url, mount_teams) as bots:
+        client, _ = await bots.start(teams_service_urls=[connector.url])
+        response = await client.post("/api/messages", data=body, headers={"Content-Type": "application/json"})
+        assert response.status == 400, await response.text()
 
 
 @pytest.mark.parametrize(
