@@ -68,14 +68,13 @@ from pipeline.types import (
 log = logging.getLogger(__name__)
 
 EMBED_BATCH = 64
-CONVERT_HERE_MAX_MB = 1.0  # a non-PDF file expanding to no more converts in the ingesting process
 
 
-def _worth_a_child(path: Path) -> bool:
+def _worth_a_child(path: Path, limits: IngestLimits) -> bool:
     if path.suffix.lower() == ".pdf":
         return True
     try:
-        return expanded_bytes(path) > CONVERT_HERE_MAX_MB * MB
+        return expanded_bytes(path) > limits.convert_here_max_mb * MB
     except (DocumentError, OSError):
         return True  # its conversion reports what is wrong with it
 
@@ -346,7 +345,7 @@ def _conversions(
     """The jobs' outcomes in order, from child processes that the limits' watchdog guards
     when any of them is worth guarding.
 
-    A PDF, and any file that expands beyond :data:`CONVERT_HERE_MAX_MB`, converts in a child:
+    A PDF, and any file that expands beyond ``limits.convert_here_max_mb``, converts in a child:
     a parser that crashes, balloons or loops on one document then costs that document, not
     the ingest. Small Markdown, HTML, DOCX and text files convert here, in milliseconds, where
     a child would take seconds to start and import its parsers (a parser blowing up a 1 MB
@@ -356,7 +355,7 @@ def _conversions(
     setup = ConversionSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir, options.limits)
     if options.chunking.method == "semantic":
         return convert_in_process(jobs, setup, embedder.embed)
-    if options.convert_processes == 0 or not any(_worth_a_child(job.source.path) for job in jobs):
+    if options.convert_processes == 0 or not any(_worth_a_child(j.source.path, options.limits) for j in jobs):
         return convert_in_process(jobs, setup)
     return ConversionPool(min(options.convert_processes, len(jobs)), setup).convert(jobs)
 

@@ -34,6 +34,7 @@ class IngestLimits:
     max_chunks: int = 20_000
     convert_memory_mb: int = 4_096  # resident memory of one conversion process
     convert_timeout_s: float = 600.0  # one file's conversion and chunking
+    convert_here_max_mb: float = 1.0  # smaller non-PDF files convert in the ingesting process
 
 
 class OverLimitError(DocumentError):

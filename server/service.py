@@ -887,6 +887,7 @@ def ingest_options(settings: Settings) -> IngestOptions:
             max_chunks=settings.ingest_max_chunks,
             convert_memory_mb=settings.ingest_convert_memory_mb,
             convert_timeout_s=settings.ingest_convert_timeout_s,
+            convert_here_max_mb=settings.ingest_convert_here_max_mb,
         ),
     )
 

@@ -206,6 +206,12 @@ class Settings(BaseSettings):
         ge=256,
         description="A conversion process using more resident memory is stopped; its file skipped.",
     )
+    ingest_convert_here_max_mb: float = Field(
+        1.0,
+        ge=0,
+        description="Markdown, HTML, DOCX and text files this small convert in the ingesting process "
+        "(a child takes seconds to start); larger ones and every PDF in a child; 0: all in a child.",
+    )
     ingest_convert_timeout_s: float = Field(
         600.0, gt=0, description="A file whose conversion and chunking take longer is stopped and skipped."
     )

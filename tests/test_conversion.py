@@ -13,6 +13,7 @@ import numpy as np
 from index_build.builder import IngestOptions, ingest
 from index_build.chunking import ChunkingOptions
 from index_build.conversion import ConversionJob, ConversionPool, ConversionSetup, convert_in_process
+from index_build.limits import IngestLimits
 from index_build.snapshot import open_live
 from index_build.sources import discover, file_sha256
 from tests.fakes import POISON, CrashingTokenizer, WhitespaceTokenizer
@@ -127,6 +128,18 @@ def test_small_files_convert_here_and_a_pdf_or_a_large_file_in_a_child_process(t
             tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
         )
         assert report.converted == 2 and elsewhere.processes == set(), f"{name}: all in a child process"
+
+
+def test_with_no_size_converted_here_even_a_small_file_converts_in_a_child(tmp_path, embedder):
+    folder = write_manuals(tmp_path / "manuals", 2)
+    options = IngestOptions(
+        chunking=ChunkingOptions(max_tokens=64), limits=IngestLimits(convert_here_max_mb=0)
+    )
+    elsewhere = CountingHereTokenizer()
+    report = ingest(
+        tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
+    )
+    assert report.converted == 2 and elsewhere.processes == set()
 
 
 def _one_pdf(folder: Path) -> None:
