@@ -36,7 +36,15 @@ from index_build.chunking import ChunkingOptions, chunk_pieces
 from index_build.convert import DocumentConverter
 from index_build.document import ParsedDocument
 from index_build.evidence import document_units
-from index_build.limits import MB, IngestLimits, OverLimitError, check_chars, check_chunks, check_pages
+from index_build.limits import (
+    MB,
+    IngestLimits,
+    OverLimitError,
+    check_chars,
+    check_chunks,
+    check_pages,
+    over_limit,
+)
 from index_build.metadata import describe
 from index_build.sources import SourceFile
 from index_build.version import FileRecord
@@ -309,14 +317,11 @@ class _Watchdog:
         resident_mb = _resident_mb(pid)
         limits = self.limits
         if resident_mb > limits.convert_memory_mb:
-            verdict = (
-                f"its conversion used {resident_mb:,.0f} MB of memory, over the limit of "
-                f"{limits.convert_memory_mb:,} MB (--convert-memory-mb, setting ingest_convert_memory_mb)"
-            )
+            used = f"its conversion used {resident_mb:,.0f} MB of memory"
+            verdict = over_limit(used, f"{limits.convert_memory_mb:,} MB", "convert-memory-mb")
         elif doc_id and time.time() - started > limits.convert_timeout_s:
-            verdict = (
-                f"its conversion took over {limits.convert_timeout_s:g} s, the limit "
-                "(--convert-timeout-s, setting ingest_convert_timeout_s)"
+            verdict = over_limit(
+                "its conversion took too long", f"{limits.convert_timeout_s:g} s", "convert-timeout-s"
             )
         else:
             return

@@ -41,38 +41,38 @@ class OverLimitError(DocumentError):
     """A file skipped because it is over one of the ingest limits (the message names it)."""
 
 
+def limit_setting(flag: str) -> str:
+    """The setting a limit's flag overrides: ``max-pages`` → ``ingest_max_pages``."""
+    return "ingest_" + flag.replace("-", "_")
+
+
+def over_limit(amount: str, limit: str, flag: str) -> str:
+    """The reason a file is skipped: what it has, the limit, and how to raise it."""
+    return f"{amount}, over the limit of {limit} (--{flag}, setting {limit_setting(flag)})"
+
+
 def check_file(path: Path, limits: IngestLimits) -> None:
     """Raise :class:`OverLimitError` when ``path`` would expand beyond ``max_expanded_mb``."""
     expanded = expanded_bytes(path)
     if expanded > limits.max_expanded_mb * MB:
-        raise OverLimitError(
-            f"expands to {expanded / MB:,.1f} MB, over the limit of {limits.max_expanded_mb:g} MB "
-            "(--max-expanded-mb, setting ingest_max_expanded_mb)"
-        )
+        amount, limit = f"expands to {expanded / MB:,.1f} MB", f"{limits.max_expanded_mb:g} MB"
+        raise OverLimitError(over_limit(amount, limit, "max-expanded-mb"))
 
 
 def check_pages(pages: int, limits: IngestLimits) -> None:
     if pages > limits.max_pages:
-        raise OverLimitError(
-            f"has {pages:,} pages, over the limit of {limits.max_pages:,} "
-            "(--max-pages, setting ingest_max_pages)"
-        )
+        raise OverLimitError(over_limit(f"has {pages:,} pages", f"{limits.max_pages:,}", "max-pages"))
 
 
 def check_chars(chars: int, limits: IngestLimits) -> None:
     if chars > limits.max_chars:
-        raise OverLimitError(
-            f"has {chars:,} characters of text, over the limit of {limits.max_chars:,} "
-            "(--max-chars, setting ingest_max_chars)"
-        )
+        amount = f"has {chars:,} characters of text"
+        raise OverLimitError(over_limit(amount, f"{limits.max_chars:,}", "max-chars"))
 
 
 def check_chunks(chunks: int, limits: IngestLimits) -> None:
     if chunks > limits.max_chunks:
-        raise OverLimitError(
-            f"makes {chunks:,} chunks, over the limit of {limits.max_chunks:,} "
-            "(--max-chunks, setting ingest_max_chunks)"
-        )
+        raise OverLimitError(over_limit(f"makes {chunks:,} chunks", f"{limits.max_chunks:,}", "max-chunks"))
 
 
 def expanded_bytes(path: Path) -> int:

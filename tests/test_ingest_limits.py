@@ -97,7 +97,7 @@ def test_a_conversion_past_the_time_limit_is_stopped_and_the_next_files_still_co
     failures = {Path(f.path).name: f.reason for f in report.failures}
     assert list(failures) == ["a-inventory.html"]
     assert failures["a-inventory.html"].startswith(
-        "its conversion took over 1 s, the limit (--convert-timeout-s"
+        "its conversion took too long, over the limit of 1 s (--convert-timeout-s"
     )
     assert report.published and report.documents == 2
 

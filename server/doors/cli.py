@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from index_build.limits import limit_setting
 from pipeline.context import CONTEXT_SELECTIONS
 from pipeline.errors import ConfigurationError, DocfinderError
 from pipeline.ordering import CONTEXT_ORDERS
@@ -77,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     limits = ingest.add_argument_group("limits (a file over one is skipped and named; defaults: settings)")
     for flag, kind, meaning in INGEST_LIMIT_FLAGS:
-        limits.add_argument(f"--{flag}", type=kind, dest=_limit_setting(flag), help=meaning)
+        limits.add_argument(f"--{flag}", type=kind, dest=limit_setting(flag), help=meaning)
 
     search = commands.add_parser("search", help="rank passages for a query")
     search.add_argument("query")
@@ -276,10 +277,6 @@ INGEST_LIMIT_FLAGS = (
 )
 
 
-def _limit_setting(flag: str) -> str:
-    return "ingest_" + flag.replace("-", "_")
-
-
 def _date(text: str) -> datetime:
     try:
         return datetime.fromisoformat(text).replace(tzinfo=UTC)
@@ -292,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         limits = {
-            _limit_setting(flag): getattr(args, _limit_setting(flag), None) for flag, *_ in INGEST_LIMIT_FLAGS
+            limit_setting(flag): getattr(args, limit_setting(flag), None) for flag, *_ in INGEST_LIMIT_FLAGS
         }
         settings = load_settings(args.config, index_dir=getattr(args, "index", None), **limits)
         level = logging.INFO if args.verbose else logging.getLevelName(settings.log_level.upper())
