@@ -113,6 +113,32 @@ def test_feedback_records_retracts_and_keeps_its_pseudonym_key(database_factory)
     assert again.pseudonym("slack", "U1") == left.user
 
 
+def test_api_keys_are_kept_hashed_verified_listed_and_revoked_for_every_server(database_factory):
+    from datetime import UTC, datetime, timedelta
+
+    from server.stores.keys import KeyStore
+
+    admin = KeyStore(database_factory())
+    assert not admin.has_keys()
+    key, secret = admin.create(
+        "portal", ["search", "ask"], ["handbook"], datetime.now(UTC) + timedelta(days=1)
+    )
+    server = KeyStore(database_factory())  # another process sharing the database
+    assert server.has_keys() and server.verify(secret) == key
+    assert server.verify(secret[:-1] + ("A" if secret[-1] != "A" else "B")) is None, "a wrong secret"
+    assert server.verify("dfk_" + "0" * 12 + "_" + secret.rsplit("_", 1)[-1]) is None, "an unknown id"
+    with admin.database.read() as tx:
+        stored = tx.execute("SELECT secret_sha256 FROM api_keys")
+    assert secret not in repr(stored) and secret.rsplit("_", 1)[-1] not in repr(stored), "only a hash is kept"
+    admin.revoke(key.key_id)
+    found = server.verify(secret)
+    assert found is not None and found.status(datetime.now(UTC)) == "revoked"
+    assert [k.key_id for k in server.all_keys()] == [key.key_id]
+    assert key.status(datetime.now(UTC) + timedelta(days=2)) == "expired"
+    with pytest.raises(NotFoundError):
+        admin.revoke("0123456789ab")
+
+
 def test_a_thousand_concurrent_writes_make_exactly_a_thousand_rows(database_factory):
     conversations = ConversationStore(database_factory())
     conversations.record("When?", asked("a1", "c1", "When is it due?", "In April [1]."))
