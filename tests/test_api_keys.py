@@ -117,3 +117,8 @@ async def test_over_mcp_a_key_takes_only_the_actions_of_its_scopes(server, capsy
 def test_revoking_a_key_that_does_not_exist_says_so(capsys):
     assert main(["keys", "revoke", "0123456789ab"]) != 0
     assert "no API key with id" in capsys.readouterr().err
+
+
+def test_a_client_name_with_control_characters_is_refused(capsys):
+    assert main(["keys", "create", "--client", "ops\x1b]0;pwned\x07"]) != 0
+    assert "no control characters" in capsys.readouterr().err

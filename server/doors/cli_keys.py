@@ -15,12 +15,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Column, Table
 
 from index_build.sources import collection_name
 from pipeline.answers import DEFAULT_SCOPES, SCOPES
 from pipeline.errors import ConfigurationError
+from server.doors.cli_output import shown
 from server.settings import Settings
 from server.stores.keys import KeyStore, StoredKey
 
@@ -64,12 +64,12 @@ def run_keys(args: argparse.Namespace, settings: Settings) -> int:
             expires = args.expires or (datetime.now(UTC) + timedelta(days=args.days) if args.days else None)
             key, secret = store.create(args.client, args.scopes or DEFAULT_SCOPES, args.collections, expires)
             print(secret)
-            err.print(f"created key {key.key_id} for {escape(key.client)}: {_summary(key)}")
+            err.print(f"created key {key.key_id} for {shown(key.client)}: {_summary(key)}")
             err.print("the key is shown only now: give it to the client; the store keeps only its hash")
         elif args.keys_command == "revoke":
             key = store.revoke(args.key_id)
             err.print(
-                f"revoked key {key.key_id} of {escape(key.client)} (at {key.revoked_at:%Y-%m-%d %H:%M} UTC)"
+                f"revoked key {key.key_id} of {shown(key.client)} (at {key.revoked_at:%Y-%m-%d %H:%M} UTC)"
             )
         elif args.json:
             now = datetime.now(UTC)
@@ -94,7 +94,7 @@ def _key_store(settings: Settings) -> Iterator[KeyStore]:
 def _summary(key: StoredKey) -> str:
     collections = ", ".join(key.collections) or "every collection"
     expires = f"expires {key.expires_at:%Y-%m-%d %H:%M} UTC" if key.expires_at else "does not expire"
-    return f"scopes {', '.join(key.scopes)}; {escape(collections)}; {expires}"
+    return f"scopes {', '.join(key.scopes)}; {shown(collections)}; {expires}"
 
 
 def _as_json(key: StoredKey, now: datetime) -> dict[str, object]:
@@ -120,9 +120,9 @@ def _print_table(keys: list[StoredKey]) -> None:
     for key in keys:
         table.add_row(
             key.key_id,
-            escape(key.client),
+            shown(key.client),
             ", ".join(key.scopes),
-            escape(", ".join(key.collections) or "all"),
+            shown(", ".join(key.collections) or "all"),
             f"{key.created_at:%Y-%m-%d}",
             f"{key.expires_at:%Y-%m-%d %H:%M}" if key.expires_at else "never",
             key.status(now),

@@ -96,6 +96,8 @@ class KeyStore:
         """A new key for ``client`` and the key itself, which is not kept and cannot be shown again."""
         if not client.strip():
             raise InvalidRequestError("a key needs a client name")
+        if not client.isprintable():
+            raise InvalidRequestError("a client name is printable text: no control characters")
         key = StoredKey(
             key_id=secrets.token_hex(_ID_CHARS // 2),
             client=client.strip(),
