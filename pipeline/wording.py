@@ -13,22 +13,23 @@ import unicodedata
 from typing import Any
 
 from pipeline.errors import DocfinderError, InvalidRequestError, TransientError
+from pipeline.steps import Step
 
-STEP_TEXT = {
-    "received": "Looking through the documentation…",
-    "queued": "Many questions right now; yours is next in line…",
-    "condense": "Reading the conversation so far…",
-    "classify_query": "Working out what the question is about…",
-    "review_query": "Working out what the question is about…",
-    "retrieve": "Searching the documents…",
-    "sparse_fallback": "Looking for rarely mentioned facts…",
-    "transform_query": "Trying a different search…",
-    "evidence": "Found the evidence; writing the answer…",
-    "generate": "Writing the answer…",
-    "compose": "Checking the answer against the sources…",
-    "cite_figures": "Checking the answer against the sources…",
-    "supported": "Checking the answer against the sources…",
-    "useful": "Checking the answer against the sources…",
+STEP_TEXT: dict[Step, str] = {
+    Step.RECEIVED: "Looking through the documentation…",
+    Step.QUEUED: "Many questions right now; yours is next in line…",
+    Step.CONDENSE: "Reading the conversation so far…",
+    Step.CLASSIFY_QUERY: "Working out what the question is about…",
+    Step.REVIEW_QUERY: "Working out what the question is about…",
+    Step.RETRIEVE: "Searching the documents…",
+    Step.SPARSE_FALLBACK: "Looking for rarely mentioned facts…",
+    Step.TRANSFORM_QUERY: "Trying a different search…",
+    Step.EVIDENCE: "Found the evidence; writing the answer…",
+    Step.GENERATE: "Writing the answer…",
+    Step.COMPOSE: "Checking the answer against the sources…",
+    Step.CITE_FIGURES: "Checking the answer against the sources…",
+    Step.SUPPORTED: "Checking the answer against the sources…",
+    Step.USEFUL: "Checking the answer against the sources…",
 }
 
 
@@ -44,7 +45,7 @@ def evidence_preview(event: dict[str, Any]) -> str | None:
     """The strongest evidence of an ``evidence`` step, as users read it while the answer is
     written (None for any other step): each unit in the document's words with its citation
     number and where it stands."""
-    quotes = event.get("quotes") if event.get("step") == "evidence" else None
+    quotes = event.get("quotes") if event.get("step") == Step.EVIDENCE else None
     if not quotes:
         return None
     lines = [EVIDENCE_HEADING]
@@ -75,16 +76,16 @@ def error_message(exc: DocfinderError) -> str:
 def describe_step(event: dict[str, Any]) -> str:
     """One technical line for a trace event: the step and what it found or decided."""
     step = event["step"]
-    if step == "retrieve":
+    if step == Step.RETRIEVE:
         return f"retrieve: {len(event.get('candidates', []))} candidates"
-    if step == "grade_documents":
+    if step == Step.GRADE_DOCUMENTS:
         return f"grade_documents: kept {len(event.get('kept', []))}"
-    if step == "evidence":
+    if step == Step.EVIDENCE:
         return f"evidence: {len(event.get('quotes', []))} units shown"
-    if step == "compose":
+    if step == Step.COMPOSE:
         dropped = ", ".join(d["reason"] for d in event.get("dropped", []))
         return f"compose: {event.get('kind')}" + (f" (dropped: {dropped})" if dropped else "")
-    if step == "cite_figures":
+    if step == Step.CITE_FIGURES:
         added = ", ".join(f"{a['figure']} → [{a['passage']}]" for a in event.get("added", []))
         return f"cite_figures: {added}"
     if "verdict" in event:

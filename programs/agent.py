@@ -49,6 +49,7 @@ from pipeline.errors import LLMUnavailableError
 from pipeline.extractive import ComposedAnswer, cited_numbers, compose_answer, quoted_evidence
 from pipeline.figure_citations import cite_figure_sources
 from pipeline.quotes import choose_quotes
+from pipeline.steps import Step
 from pipeline.streaming import AnswerToken, StreamedField
 from pipeline.text import analyze
 from programs.continuation import Conversation, continuing, current_adapter, reply_text
@@ -226,7 +227,7 @@ class AnswerAgent(dspy.Module):
         try:
             return await run.answer(message, history, sparse_available)
         except LLMUnavailableError as exc:
-            await run.step("llm_unavailable", error=str(exc))
+            await run.step(Step.LLM_UNAVAILABLE, error=str(exc))
             if not run.best:
                 retrieved = await retrieve([run.question or message], run.domain, "hybrid")
                 run.best = _grade(retrieved.passages, self.limits)
@@ -259,7 +260,7 @@ class _Run:
         self.started = time.perf_counter()
         self.llm_calls: list[tuple[str, dict[str, int]]] = []  # made, not yet reported by a step
 
-    async def step(self, name: str, **details: Any) -> None:
+    async def step(self, name: Step, **details: Any) -> None:
         event = {"step": name, "t": round(time.perf_counter() - self.started, 3), **details}
         if self.llm_calls:  # the first step after an LLM call reports it
             event["llm_call"], event["tokens"] = self.llm_calls.pop(0)
@@ -401,7 +402,7 @@ class _Run:
         else:
             self.question = message
             queries = [message]
-            await self.step("understand_skipped", reason="no conversation to condense, no domain to weigh")
+            await self.step(Step.UNDERSTAND_SKIPPED, reason="no conversation to condense, no domain to weigh")
         rewrites = 0
         passages = await self._retrieve_and_grade(queries, "hybrid")
         while not passages:
@@ -418,7 +419,7 @@ class _Run:
         while True:
             attempt = frozenset(piece.key for p in passages for piece in p.pieces)
             if attempt in generated:  # temperature 0: the same passages would give the same answer
-                await self.step("generate_skipped", reason="these passages were already tried")
+                await self.step(Step.GENERATE_SKIPPED, reason="these passages were already tried")
             else:
                 generated.add(attempt)
                 reply = await self._cite_figure_sources(await self._generate(passages), passages)
@@ -443,7 +444,7 @@ class _Run:
             passages = retried or passages
         best = self.best or passages
         closest = quoted_evidence(self.question, best, UNVERIFIED)
-        await self.step("quote_evidence", reason=f"{failed} draft(s) failed the checks")
+        await self.step(Step.QUOTE_EVIDENCE, reason=f"{failed} draft(s) failed the checks")
         return await self.composed_result(closest, "unverified", best)
 
     async def _show_evidence(self, passages: list[Passage]) -> None:
@@ -452,7 +453,7 @@ class _Run:
         within a second or two; the answer replaces it when ready."""
         quotes = quotes_for(passages, self.question, self.agent.url_prefixes)[:EVIDENCE_PREVIEW]
         await self.step(
-            "evidence",
+            Step.EVIDENCE,
             quotes=[
                 {"n": q.n, "text": q.readable(), "source": q.source, "pages": list(q.pages), "link": q.link}
                 for q in quotes
@@ -465,7 +466,7 @@ class _Run:
             self.question, reply, passages, check_figures=self.agent.limits.figure_check
         )
         await self.step(
-            "compose",
+            Step.COMPOSE,
             kind=composed.kind,
             kept=composed.kept,
             quoted=[q.n for q in composed.quotes],
@@ -487,7 +488,7 @@ class _Run:
         written = "".join(raw) or reply_text(self.agent.generate, reply)
         self.generated = Conversation.of_call(self.agent.generate, inputs, written)
         answer = with_citation_markers(reply.answer, reply.sources, [p.text for p in passages])
-        await self.step("generate", answer=answer, sources=reply.sources, passages=len(passages))
+        await self.step(Step.GENERATE, answer=answer, sources=reply.sources, passages=len(passages))
         return answer
 
     async def _cite_figure_sources(self, answer: str, passages: list[Passage]) -> str:
@@ -498,7 +499,9 @@ class _Run:
         evidence = [_evidence_text(p) for p in passages]
         cited, added = cite_figure_sources(answer, evidence, cited_numbers(answer, len(passages)))
         if added:
-            await self.step("cite_figures", added=[{"figure": a.figure, "passage": a.passage} for a in added])
+            await self.step(
+                Step.CITE_FIGURES, added=[{"figure": a.figure, "passage": a.passage} for a in added]
+            )
         return cited
 
     async def _add_sparse(self, passages: list[Passage]) -> list[Passage]:
@@ -510,7 +513,7 @@ class _Run:
         inside the LLM's window. When not even the first fits, the new passages replace the
         lowest-ranked ones instead (the whole prompt is read again).
         """
-        extra = await self._retrieve_and_grade([self.question], "sparse", step="sparse_fallback")
+        extra = await self._retrieve_and_grade([self.question], "sparse", step=Step.SPARSE_FALLBACK)
         known = {p.chunk.chunk_id for p in passages}
         room = max(1, self.agent.limits.max_passages // 4)
         new = [p for p in extra if p.chunk.chunk_id not in known][:room]
@@ -541,17 +544,17 @@ class _Run:
         standalone = reply.standalone_question.strip()
         self.question = standalone if history and standalone else message
         if history:
-            await self.step("condense", message=message, question=self.question)
+            await self.step(Step.CONDENSE, message=message, question=self.question)
         if names:
             chosen = reply.domain.strip().strip("'\"").lower()
             self.domain = chosen if chosen in names else ("general" if "general" in names else None)
-            await self.step("classify_query", domain=self.domain, raw=reply.domain)
-        await self.step("review_query", variant=reply.rephrased)
+            await self.step(Step.CLASSIFY_QUERY, domain=self.domain, raw=reply.domain)
+        await self.step(Step.REVIEW_QUERY, variant=reply.rephrased)
         return reply.rephrased
 
     async def _transform(self, problem: str) -> str:
         tried = "\n".join(
-            dict.fromkeys(q for e in self.trace if e["step"] == "retrieve" for q in e["queries"])
+            dict.fromkeys(q for e in self.trace if e["step"] == Step.RETRIEVE for q in e["queries"])
         )
         rewritten = (
             await self.call(
@@ -562,11 +565,11 @@ class _Run:
                 tried=tried,
             )
         ).rewritten
-        await self.step("transform_query", query=rewritten, problem=problem)
+        await self.step(Step.TRANSFORM_QUERY, query=rewritten, problem=problem)
         return rewritten
 
     async def _retrieve_and_grade(
-        self, queries: list[str], mode: str, step: str = "retrieve"
+        self, queries: list[str], mode: str, step: Step = Step.RETRIEVE
     ) -> list[Passage]:
         retrieved = await self.retrieve(queries, self.domain, mode)
         await self.step(
@@ -580,7 +583,7 @@ class _Run:
         if kept and not self.best:
             self.best = kept
         await self.step(
-            "grade_documents",
+            Step.GRADE_DOCUMENTS,
             threshold=_finite(self.agent.limits.grade_threshold),
             kept=[p.chunk.chunk_id for p in kept],
         )
@@ -602,7 +605,9 @@ class _Run:
         cited = cited_passages(passages, composed.kept)
         if composed.dropped:
             self.verdicts = {"supported": "code", "useful": "code"}
-            await self.step("supported", verdict="code", passages=len(cited), dropped=len(composed.dropped))
+            await self.step(
+                Step.SUPPORTED, verdict="code", passages=len(cited), dropped=len(composed.dropped)
+            )
             self.best = passages
             return True
         supported_inputs = {"cited": ", ".join(f"[{numbers[p.chunk.chunk_id]}]" for p in cited)}
@@ -628,9 +633,9 @@ class _Run:
                 )
             ).supported
         self.verdicts = {"supported": supported, "useful": useful}
-        await self.step("supported", verdict=supported, passages=len(cited))
+        await self.step(Step.SUPPORTED, verdict=supported, passages=len(cited))
         if supported == "yes" or self.agent.limits.concurrent_checks:
-            await self.step("useful", verdict=useful)
+            await self.step(Step.USEFUL, verdict=useful)
         if supported == "yes" and useful in ("yes", "code"):
             self.best = passages
             return True

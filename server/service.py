@@ -61,6 +61,7 @@ from pipeline.errors import (
 from pipeline.evidence import find_evidence
 from pipeline.protocols import Embedder
 from pipeline.retrieval import MAX_SEARCH_K, SEARCH_MODES, Reranker, SearchRequest, retrieve
+from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit
 from pipeline.wording import without_invisible
 from programs.saved import ProgramInfo, load_program
@@ -386,7 +387,7 @@ class DocfinderService:
         question = self.check_question(question)
         collections = self.allowed_collections(collections, caller)
         # At once, so that every front door can show progress immediately.
-        await status({"step": "received", "t": 0.0, "question": question})
+        await status({"step": Step.RECEIVED, "t": 0.0, "question": question})
         conversation_id = await asyncio.to_thread(
             self.conversations.open, conversation_id, caller.owner, caller.names_conversations
         )
@@ -416,7 +417,7 @@ class DocfinderService:
 
         await self.language_model()
         if self._ask_slots.locked() and status is not None:
-            await status({"step": "queued", "t": round(time.perf_counter() - started, 3)})
+            await status({"step": Step.QUEUED, "t": round(time.perf_counter() - started, 3)})
         # Admission control: beyond this many questions at once, the rest wait here, so that the
         # LLM timeout measures the LLM, not a queue inside docfinder.
         async with self._ask_slots:
@@ -454,7 +455,7 @@ class DocfinderService:
                 if status is not None:
                     await status(
                         {
-                            "step": "llm_restarted",
+                            "step": Step.LLM_RESTARTED,
                             "t": round(time.perf_counter() - started, 3),
                             "error": f"the embedded model server crashed ({crash.describe()}); "
                             "restarting it and answering again",

@@ -9,7 +9,9 @@ import pytest
 from dspy.utils import DummyLM
 
 from pipeline.context import Retrieved, whole_passages
+from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit
+from pipeline.wording import STEP_TEXT, status_text
 from programs.agent import LLM_UNAVAILABLE, NO_DOCUMENTS, UNVERIFIED, AgentLimits, AnswerAgent
 from programs.signatures import Supported
 
@@ -105,6 +107,8 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
     assert shown[0]["text"] == "The cryostat is warmed up every six months." and shown[0]["n"] == 1
     assert "llm_call" not in result.trace[events.index("evidence")], "the evidence is shown before any answer"
     assert [e["step"] for e in result.trace] == events
+    assert all(isinstance(e["step"], Step) for e in result.trace), "one enum names every step"
+    assert {status_text(e) for e in events} <= {*STEP_TEXT.values(), None}
 
 
 def test_a_first_question_skips_understanding_when_no_domain_weighs_collections():

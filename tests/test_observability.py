@@ -113,3 +113,12 @@ async def test_beyond_the_admission_limit_questions_queue_and_say_so(tmp_path, e
     assert ["queued" in s for s in steps.values()].count(True) == 1
     queued = next(s for s in steps.values() if "queued" in s)
     assert queued[:2] == ["received", "queued"]
+
+
+def test_a_step_outside_the_enum_never_becomes_a_metric_label():
+    from server.runtime.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.observe_answer("answered", [{"step": "retrieve", "t": 0.1}, {"step": "made-up-label", "t": 0.2}])
+    rendered = metrics.render().decode()
+    assert 'step="retrieve"' in rendered and 'step="other"' in rendered and "made-up-label" not in rendered

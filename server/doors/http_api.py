@@ -38,6 +38,7 @@ from pipeline.errors import (
     TransientError,
     UnauthenticatedError,
 )
+from pipeline.steps import Step
 from server.doors.auth import Authenticator
 from server.doors.openapi import OPENAPI
 from server.doors.request_models import AskBody, FeedbackBody, SearchBody, read_body
@@ -258,5 +259,5 @@ async def _status_and_evidence(
     """A status event; the ``evidence`` step is also sent as an ``evidence`` event of its own, so
     a client shows the documents' words as soon as they are found (the ``answer`` event follows)."""
     await send("status", event)
-    if event["step"] == "evidence":
+    if event["step"] == Step.EVIDENCE:
         await send("evidence", {"quotes": event["quotes"], "request_id": event.get("request_id")})

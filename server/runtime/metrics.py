@@ -11,7 +11,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from pipeline.steps import Step
+
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+_STEPS = frozenset(Step)
 
 
 class Metrics:
@@ -55,15 +60,16 @@ class Metrics:
         previous = 0.0
         for event in trace:
             step = event["step"]
-            self.step_seconds.labels(step).observe(max(event.get("t", previous) - previous, 0.0))
+            label = step if step in _STEPS else "other"  # a closed set: safe as a label
+            self.step_seconds.labels(label).observe(max(event.get("t", previous) - previous, 0.0))
             previous = event.get("t", previous)
             if "llm_call" in event:  # the agent's own call names (understand, generate, ...)
                 self.llm_calls.labels(event["llm_call"]).inc()
             for kind, count in (event.get("tokens") or {}).items():
                 self.llm_tokens.labels(kind).inc(count)
-            if step == "transform_query":
+            if step == Step.TRANSFORM_QUERY:
                 self.retries.inc()
-            if step in {"supported", "useful"} and event.get("verdict") != "yes":
+            if step in {Step.SUPPORTED, Step.USEFUL} and event.get("verdict") != "yes":
                 self.check_failures.labels(step).inc()
 
     def render(self) -> bytes:
