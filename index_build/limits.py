@@ -42,7 +42,8 @@ class OverLimitError(DocumentError):
 
 
 def limit_setting(flag: str) -> str:
-    """The setting a limit's flag overrides: ``max-pages`` → ``ingest_max_pages``."""
+    """The setting of a limit, from its flag or its field: ``max-pages`` or ``max_pages`` →
+    ``ingest_max_pages``."""
     return "ingest_" + flag.replace("-", "_")
 
 

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from index_build.builder import (
 )
 from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
-from index_build.limits import IngestLimits
+from index_build.limits import IngestLimits, limit_setting
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.version import Bm25Params, FileRecord
 from pipeline.answers import (
@@ -882,13 +882,7 @@ def ingest_options(settings: Settings) -> IngestOptions:
         sparse_threshold=settings.sparse_similarity_threshold,
         convert_processes=settings.convert_processes,
         limits=IngestLimits(
-            max_expanded_mb=settings.ingest_max_expanded_mb,
-            max_pages=settings.ingest_max_pages,
-            max_chars=settings.ingest_max_chars,
-            max_chunks=settings.ingest_max_chunks,
-            convert_memory_mb=settings.ingest_convert_memory_mb,
-            convert_timeout_s=settings.ingest_convert_timeout_s,
-            convert_here_max_mb=settings.ingest_convert_here_max_mb,
+            **{f.name: getattr(settings, limit_setting(f.name)) for f in fields(IngestLimits)}
         ),
     )
 

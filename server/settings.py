@@ -29,6 +29,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from index_build.limits import IngestLimits
 from pipeline.answers import DEFAULT_SCOPES, FEEDBACK_LABELS, SCOPES
 from pipeline.errors import ConfigurationError
 
@@ -139,6 +140,9 @@ DEFAULT_DOMAINS = {
 }
 
 
+_LIMITS = IngestLimits()  # the ingest limits' defaults, declared once, in index_build/limits.py
+
+
 class Settings(BaseSettings):
     """Every knob docfinder has. Field descriptions double as the configuration reference."""
 
@@ -185,35 +189,39 @@ class Settings(BaseSettings):
         1,
         ge=0,
         le=64,
-        description="Child processes that convert and chunk files (all but plain text) while ingest "
-        "embeds, each under the memory and time limits; 0 converts in the ingesting process, "
+        description="Child processes that convert and chunk PDFs and larger files while ingest embeds, "
+        "each under the memory and time limits; 0 converts every file in the ingesting process, "
         "without those limits.",
     )
     ingest_max_expanded_mb: float = Field(
-        32.0,
+        _LIMITS.max_expanded_mb,
         gt=0,
         description="A file that expands to more (its size; a DOCX: its unpacked parts) is skipped unread.",
     )
-    ingest_max_pages: int = Field(3_000, ge=1, description="A document with more pages is skipped.")
+    ingest_max_pages: int = Field(
+        _LIMITS.max_pages, ge=1, description="A document with more pages is skipped."
+    )
     ingest_max_chars: int = Field(
-        5_000_000, ge=1, description="A document with more characters of text is skipped."
+        _LIMITS.max_chars, ge=1, description="A document with more characters of text is skipped."
     )
     ingest_max_chunks: int = Field(
-        20_000, ge=1, description="A document making more chunks is skipped (before embedding)."
+        _LIMITS.max_chunks, ge=1, description="A document making more chunks is skipped (before embedding)."
     )
     ingest_convert_memory_mb: int = Field(
-        4_096,
+        _LIMITS.convert_memory_mb,
         ge=256,
         description="A conversion process using more resident memory is stopped; its file skipped.",
     )
     ingest_convert_here_max_mb: float = Field(
-        1.0,
+        _LIMITS.convert_here_max_mb,
         ge=0,
         description="Markdown, HTML, DOCX and text files this small convert in the ingesting process "
         "(a child takes seconds to start); larger ones and every PDF in a child; 0: all in a child.",
     )
     ingest_convert_timeout_s: float = Field(
-        600.0, gt=0, description="A file whose conversion and chunking take longer is stopped and skipped."
+        _LIMITS.convert_timeout_s,
+        gt=0,
+        description="A file whose conversion and chunking take longer is stopped and skipped.",
     )
     chunk_tokens: int = Field(256, ge=32, le=8192, description="Chunk size in embedder tokens.")
     chunk_overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
