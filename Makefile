@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= dev,embedded
+EXTRAS ?= dev,embedded,eval
 DEMO_INDEX := .docfinder/demo-index
 DEMO_QUESTION ?= How do I add documents to a collection and keep the index up to date?
 DEMO_CONFIG := DOCFINDER_INDEX_DIR=$(DEMO_INDEX) DOCFINDER_CONVERSATIONS_PATH=.docfinder/demo-conversations.sqlite3
@@ -68,9 +68,9 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
-# ONLY=agent,ingest runs those parts only (python -m benchmarks.run --list names them).
+# ONLY=agent,ingest runs those parts only (python -m evaluation.benchmarks.run --list names them).
 bench: install
-	$(BIN)/python -m benchmarks.run $(if $(ONLY),--only $(ONLY))
+	$(BIN)/python -m evaluation.benchmarks.run $(if $(ONLY),--only $(ONLY))
 
 lint: install
 	$(BIN)/ruff check .

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 MARKDOWN = """# Observing Handbook
@@ -91,44 +90,3 @@ def write_text_pdf(path: Path, heading: str, paragraphs: list[str], password: st
     pdf.pages.append(pikepdf.Page(page))
     encryption = pikepdf.Encryption(owner=password, user=password, aes=True, R=4) if password else False
     pdf.save(path, encryption=encryption)
-
-
-BOMB_SENTENCE = "The cryostat is warmed up before the compressor is serviced."
-BOMB_PARAGRAPH = f"<w:p><w:r><w:t>{BOMB_SENTENCE}</w:t></w:r></w:p>"
-
-
-def write_docx_bomb(path: Path, paragraphs: int) -> int:
-    """A DOCX whose document.xml repeats one paragraph ``paragraphs`` times (it deflates to
-    almost nothing); returns the bytes document.xml expands to."""
-    content_types = (
-        '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/'
-        'content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
-        'relationships+xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.'
-        'openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
-    )
-    relationships = (
-        '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/'
-        'package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/'
-        'officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>'
-    )
-    head = (
-        '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
-        'wordprocessingml/2006/main"><w:body>'
-    )
-    tail = "</w:body></w:document>"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("[Content_Types].xml", content_types)
-        archive.writestr("_rels/.rels", relationships)
-        with archive.open("word/document.xml", "w", force_zip64=True) as document:
-            document.write(head.encode())
-            block = (BOMB_PARAGRAPH * 1000).encode()
-            for _ in range(paragraphs // 1000):
-                document.write(block)
-            document.write(tail.encode())
-    return len(head) + len(tail) + len(BOMB_PARAGRAPH) * (paragraphs // 1000) * 1000
-
-
-def huge_html(path: Path, rows: int) -> None:
-    """An HTML page with one table of ``rows`` rows (about 45 bytes each)."""
-    cells = "".join(f"<tr><td>row {i}</td><td>{i * 7} units</td></tr>" for i in range(rows))
-    path.write_text(f"<html><body><h1>Inventory</h1><table>{cells}</table></body></html>")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.doubles.fake_llm import FakeLLMServer
 from index_build.builder import ingest
 from server.models import cpu_features
 from server.models.embedded_llm import MODEL_FILE, MODEL_SHA256, MODEL_SIZE
-from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 REPO = Path(__file__).resolve().parents[1]

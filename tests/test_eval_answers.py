@@ -1,6 +1,6 @@
 """`docfinder eval answers`: the judge's metrics on hand-made cases, and the whole run on a small dataset.
 
-The judge is the deterministic fake LLM server (tests/fake_llm.py), reached through DSPy and
+The judge is the deterministic fake LLM server (evaluation/doubles/fake_llm.py), reached through DSPy and
 docfinder's adapter as a real judge would be: it says a statement is supported when every
 term of it is in the context, that an item is relevant when it shares a word with the
 question, and that a passage is useful when it shares a number or two words with the
@@ -17,20 +17,20 @@ from pathlib import Path
 import dspy
 import pytest
 
-from pipeline.errors import ConfigurationError
-from programs.judge import (
+from evaluation.answers import evaluate_answers, simulated_feedback
+from evaluation.answers_report import write_answers_report
+from evaluation.doubles.fake_llm import FakeLLMServer
+from evaluation.feedback_report import load_items
+from evaluation.judge import (
     AnswerJudge,
     JudgeCase,
     citation_pairs,
     ranked_precision,
     statements,
 )
-from server.evaluation.answers import evaluate_answers, simulated_feedback
-from server.evaluation.answers_report import write_answers_report
-from server.evaluation.feedback_report import load_items
+from pipeline.errors import ConfigurationError
 from server.models.llm import judge_lm_settings
 from server.settings import load_settings
-from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 SALES = "Form 10-Q — Net sales\nTotal net sales were $81,797 million in the quarter ended July 1, 2023."

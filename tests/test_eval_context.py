@@ -124,7 +124,7 @@ def test_the_answers_benchmark_scores_the_agent_beside_the_plain_baseline(tmp_pa
     import dspy
     from dspy.utils import DummyLM
 
-    from benchmarks.answers import bench_answers
+    from evaluation.benchmarks.answers import bench_answers
     from server.settings import load_settings
 
     dataset = write_dataset(tmp_path / "mini")

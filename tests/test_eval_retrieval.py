@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.retrieval import metrics
 from pipeline.abbreviations import abbreviation_glossary, find_abbreviations
 from server.doors.cli import main
-from server.evaluation.retrieval import metrics
 
 TOPICS = {
     "d1": ("Cryostat", "The cryostat of the receiver is warmed up every six months for maintenance."),

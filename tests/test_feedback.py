@@ -8,17 +8,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from evaluation.doubles.fake_llm import FakeLLMServer
+from evaluation.feedback_report import summarise
 from index_build.builder import ingest
 from pipeline.answers import Feedback
 from pipeline.errors import InvalidRequestError, NotFoundError
 from server.doors.cli import main as cli_main
-from server.evaluation.feedback_report import summarise
 from server.service import open_service
 from server.settings import load_settings
 from server.stores.conversations import StoredAnswer
 from server.stores.database import SQLiteDatabase
 from server.stores.feedback import FeedbackStore
-from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 ANSWER = StoredAnswer(

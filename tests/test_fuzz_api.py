@@ -16,10 +16,10 @@ import pytest
 import schemathesis
 from schemathesis import checks
 
+from evaluation.doubles.fake_llm import FakeLLMServer
 from index_build.builder import ingest
 from server.doors.openapi import OPENAPI
 from server.settings import load_settings
-from tests.fake_llm import FakeLLMServer
 from tests.live_server import LiveServer
 from tests.samples import write_sample_corpus
 

@@ -10,11 +10,11 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from dspy.utils import DummyLM
 
+from evaluation.doubles.fake_llm import FakeLLMServer
 from index_build.builder import ingest
 from server.doors.http_api import SERVICE, create_app
 from server.service import open_service
 from server.settings import load_settings
-from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 SCRIPT = [  # a first question: no understanding call (no domain weighs collections)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from evaluation.doubles.hostile_files import BOMB_SENTENCE, huge_html, write_docx_bomb
 from index_build.builder import IngestOptions, ingest
 from index_build.limits import IngestLimits
 from index_build.snapshot import open_live
 from server.doors.cli import main
-from tests.samples import BOMB_SENTENCE, huge_html, write_docx_bomb, write_text_pdf
+from tests.samples import write_text_pdf
 
 
 def guide(folder: Path) -> None:

@@ -16,6 +16,7 @@ from aiohttp.test_utils import TestServer
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from evaluation.doubles.fake_llm import FakeLLMServer
 from index_build.builder import ingest
 from pipeline.wording import EVIDENCE_HEADING
 from server.doors.cli import main as cli_main
@@ -23,7 +24,6 @@ from server.doors.launch import http_app
 from server.doors.mcp_server import build_mcp_server
 from server.service import open_service
 from server.settings import load_settings
-from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "mcp_tools.json"

@@ -1,7 +1,7 @@
 """The embedded model server dying under docfinder: noticed at once, restarted, given up when it
 crash-loops.
 
-A real server process is supervised: the fake OpenAI-compatible server of ``tests.fake_llm`` run
+A real server process is supervised: the fake OpenAI-compatible server of ``evaluation.doubles.fake_llm`` run
 as its own process (fast, deterministic), killed with SIGKILL or SIGSEGV between two questions,
 or told to die by SIGSEGV at every request. ``test_llm_integration`` does the same to the real
 llama.cpp server.
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.doubles import fake_llm
 from index_build.builder import ingest
 from server.models.llm import make_lm
 from server.models.supervised_server import ModelServerCannotRunError, SupervisedServer
@@ -26,7 +27,7 @@ from server.service import open_service
 from server.settings import load_settings
 from tests.samples import write_sample_corpus
 
-FAKE_LLM = Path(__file__).with_name("fake_llm.py")  # run as a script: the tests chdir elsewhere
+FAKE_LLM = Path(fake_llm.__file__)  # run as a script: the tests chdir elsewhere
 QUESTION = "When is the deadline for submitting observing proposals?"
 
 

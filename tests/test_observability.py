@@ -11,12 +11,12 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
+from evaluation.doubles.fake_llm import FakeLLMServer
 from index_build.builder import ingest
 from server.doors.launch import http_app
 from server.runtime.logs import JsonFormatter
 from server.service import open_service
 from server.settings import load_settings
-from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 

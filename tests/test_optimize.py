@@ -12,13 +12,9 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from index_build.builder import ingest
-from pipeline.answers import AgentAnswer, Citation, Feedback
-from pipeline.errors import ConfigurationError, InvalidRequestError
-from programs.agent import AnswerAgent
-from programs.saved import load_program, save_program
-from server.evaluation.feedback_report import export_items, load_items
-from server.evaluation.optimize import (
+from evaluation.doubles.fake_llm import FakeLLMServer
+from evaluation.feedback_report import export_items, load_items
+from evaluation.optimize import (
     FeedbackExample,
     answer_score,
     drop_long_demos,
@@ -27,11 +23,15 @@ from server.evaluation.optimize import (
     split_examples,
     why_not_save,
 )
-from server.evaluation.questions import Question
+from evaluation.questions import Question
+from index_build.builder import ingest
+from pipeline.answers import AgentAnswer, Citation, Feedback
+from pipeline.errors import ConfigurationError, InvalidRequestError
+from programs.agent import AnswerAgent
+from programs.saved import load_program, save_program
 from server.service import open_service
 from server.settings import load_settings
 from tests.conftest import REPO
-from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 from tests.test_ask import FIRST
 from tests.test_eval_answers import small_dataset

@@ -3,9 +3,12 @@ this project, and the built wheel holds the serving packages only."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -46,7 +49,7 @@ def build(tmp_path: Path, hook: str) -> tuple[subprocess.CompletedProcess, Path]
 
 @pytest.mark.slow
 def test_the_editable_install_prints_no_warning(tmp_path):
-    result, wheel = build(tmp_path, "build_editable")
+    _, wheel = build(tmp_path, "build_editable")
     assert wheel.suffix == ".whl"
 
 
@@ -55,3 +58,61 @@ def test_the_wheel_holds_the_serving_packages_only(tmp_path):
     _, wheel = build(tmp_path, "build_wheel")
     top_level = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert top_level == {*PACKAGES, "docfinder-0.1.0.dist-info"}
+
+
+# Runs the docfinder CLI as a server install sees it: the eval extra's packages cannot be imported.
+WITHOUT_EVAL_EXTRA = """
+import importlib.abc, sys
+class WithoutEvalExtra(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {"ir_measures", "pytrec_eval", "optuna", "matplotlib"}:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, WithoutEvalExtra())
+from server.doors.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def docfinder_without_eval_extra(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_EVAL_EXTRA, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "DOCFINDER_INDEX_DIR": str(tmp_path / "index")},
+    )
+
+
+def test_eval_without_the_extra_says_which_extra_to_install(tmp_path):
+    (tmp_path / "scifact").mkdir()
+    result = docfinder_without_eval_extra(tmp_path, "eval", "retrieval", "--dataset", "scifact")
+    assert result.returncode == 2, result.stderr
+    assert "docfinder eval retrieval needs the evaluation extra" in result.stderr
+    assert "pip install 'docfinder[eval]'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / ".docfinder").exists()  # refused before anything was indexed
+
+
+def test_the_serving_commands_work_without_the_extra(tmp_path):
+    result = docfinder_without_eval_extra(tmp_path, "feedback", "export", "--out", "items.jsonl")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "items.jsonl").read_text() == ""
+    listed = docfinder_without_eval_extra(tmp_path, "--help")
+    assert listed.returncode == 0 and "eval" in listed.stdout
+
+
+def test_the_serving_install_leaves_the_evaluation_packages_out():
+    """The server image installs the project with the embedded extra only (docker/Dockerfile);
+    neither its requirements nor that extra name the evaluation wing's packages."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    dockerfile = (REPO / "docker" / "Dockerfile").read_text()
+    assert "make install EXTRAS=embedded " in dockerfile
+    served = [*project["dependencies"], *project["optional-dependencies"]["embedded"]]
+    names = {re.split(r"[\[<>=!~;\s]", requirement, maxsplit=1)[0].lower() for requirement in served}
+    evaluation_only = {"ir-measures", "pytrec-eval-terrier", "optuna", "scikit-learn", "matplotlib"}
+    assert not names & evaluation_only
+    assert evaluation_only - {"scikit-learn"} <= {
+        re.split(r"[\[<>=!~;\s]", requirement, maxsplit=1)[0].lower()
+        for requirement in project["optional-dependencies"]["eval"]
+    }

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import ConfigurationError
-from server.evaluation.questions import (
+from evaluation.questions import (
     corpus_name,
     dataset_docs,
     load_questions,
     phrase_found,
     says_not_answered,
 )
+from pipeline.errors import ConfigurationError
 
 
 def test_must_have_phrases_follow_the_manual_qa_rules():

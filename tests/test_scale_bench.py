@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.scale import build_synthetic, measure_serving
+from evaluation.benchmarks.scale import build_synthetic, measure_serving
 from index_build.snapshot import open_live
 from pipeline.text import analyze
 

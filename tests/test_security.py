@@ -21,6 +21,7 @@ import jwt
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from evaluation.doubles.fake_llm import FakeLLMServer
 from index_build.builder import ingest
 from pipeline.answers import Caller
 from pipeline.errors import OverloadedError
@@ -30,7 +31,6 @@ from server.doors.launch import http_app
 from server.runtime.admission import WorkPool
 from server.service import DocfinderService, open_service
 from server.settings import load_settings
-from tests.fake_llm import FakeLLMServer
 from tests.samples import write_sample_corpus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -275,8 +275,9 @@ async def test_a_key_scoped_to_a_missing_collection_learns_no_other_collection_n
 
 
 async def test_the_teams_bot_replies_only_to_bot_framework_services(tmp_path, embedder, llm, index):
+    from evaluation.doubles.fake_chat import FakeConnector
     from server.doors.chat_bots import mount_teams
-    from tests.fake_chat import BotServer, FakeConnector
+    from tests.bot_server import BotServer
     from tests.test_teams_bot import question
 
     async with (
@@ -334,8 +335,9 @@ async def test_forged_teams_tokens_neither_block_the_event_loop_nor_fetch_keys_a
     from botframework.connector.auth.jwt_token_extractor import JwtTokenExtractor
 
     from bots.teams import OpenIdMetadata, install_openid_metadata
+    from evaluation.doubles.fake_chat import FakeConnector
     from server.doors.chat_bots import mount_teams
-    from tests.fake_chat import BotServer, FakeConnector
+    from tests.bot_server import BotServer
     from tests.test_teams_bot import question
 
     app_id = "00000000-0000-0000-0000-000000000001"
@@ -449,8 +451,9 @@ async def test_requests_are_held_to_the_schema(server):
 async def test_slack_malformed_headers_are_401_and_a_retried_event_is_answered_once(
     tmp_path, embedder, llm, index
 ):
+    from evaluation.doubles.fake_chat import FakeSlackAPI
     from server.doors.chat_bots import mount_slack
-    from tests.fake_chat import BotServer, FakeSlackAPI
+    from tests.bot_server import BotServer
     from tests.test_slack_bot import SECRET, final_answers, mention, signed
 
     async with FakeSlackAPI() as api, BotServer(index.parent, embedder, llm.url, mount_slack) as bots:
@@ -483,8 +486,9 @@ async def test_slack_bodies_that_are_not_objects_are_refused_without_a_server_er
 
     from slack_sdk.signature import SignatureVerifier
 
+    from evaluation.doubles.fake_chat import FakeSlackAPI
     from server.doors.chat_bots import mount_slack
-    from tests.fake_chat import BotServer, FakeSlackAPI
+    from tests.bot_server import BotServer
     from tests.test_slack_bot import SECRET, event_callback, signed
 
     def signed_raw(body: str, content_type: str) -> dict[str, str]:
@@ -703,8 +707,9 @@ async def test_a_question_of_only_control_or_invisible_characters_is_refused_lik
     ids=["nested-deep", "5000-digits", "huge-exponent", "list", "not-json"],
 )
 async def test_a_teams_body_that_is_no_activity_is_a_400_never_a_500(tmp_path, embedder, llm, body):
+    from evaluation.doubles.fake_chat import FakeConnector
     from server.doors.chat_bots import mount_teams
-    from tests.fake_chat import BotServer, FakeConnector
+    from tests.bot_server import BotServer
 
     async with FakeConnector() as connector, BotServer(tmp_path, embedder, llm.url, mount_teams) as bots:
         client, _ = await bots.start(teams_service_urls=[connector.url])
@@ -736,8 +741,9 @@ async def test_a_teams_body_that_is_no_activity_is_a_400_never_a_500(tmp_path, e
 async def test_a_malformed_teams_activity_is_a_400_naming_the_field_never_a_500(
     tmp_path, embedder, llm, change
 ):
+    from evaluation.doubles.fake_chat import FakeConnector
     from server.doors.chat_bots import mount_teams
-    from tests.fake_chat import BotServer, FakeConnector
+    from tests.bot_server import BotServer
     from tests.test_teams_bot import question
 
     async with FakeConnector() as connector, BotServer(tmp_path, embedder, llm.url, mount_teams) as bots:

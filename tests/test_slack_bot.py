@@ -12,11 +12,12 @@ from aiohttp.test_utils import TestClient
 from slack_sdk.signature import SignatureVerifier
 
 from bots.common import NOT_ENABLED, WRITING
+from evaluation.doubles.fake_chat import FakeSlackAPI
+from evaluation.doubles.fake_llm import FakeLLMServer
 from pipeline.wording import EVIDENCE_HEADING
 from server.doors.chat_bots import mount_slack
 from server.service import DocfinderService
-from tests.fake_chat import BotServer, FakeSlackAPI
-from tests.fake_llm import FakeLLMServer
+from tests.bot_server import BotServer
 
 SECRET = "slack-signing-secret"
 QUESTION_TS = "1699999999.000100"

@@ -48,7 +48,7 @@ async def test_an_unreachable_llm_server_is_reported_at_start_with_its_url(index
 
 
 async def test_a_reachable_llm_server_is_ready_at_start(index, embedder):
-    from tests.fake_llm import FakeLLMServer
+    from evaluation.doubles.fake_llm import FakeLLMServer
 
     with FakeLLMServer() as llm:
         settings = load_settings(index_dir=index, llm_api_base=llm.url)

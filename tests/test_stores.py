@@ -157,10 +157,10 @@ def test_the_service_uses_postgresql_when_a_dsn_is_set(tmp_path, embedder):
     dsn = os.environ.get("TEST_POSTGRES_DSN")
     if not dsn:
         pytest.skip("no PostgreSQL server: TEST_POSTGRES_DSN is unset (.ci/run starts one)")
+    from evaluation.doubles.fake_llm import FakeLLMServer
     from index_build.builder import ingest
     from server.service import open_service
     from server.settings import load_settings
-    from tests.fake_llm import FakeLLMServer
     from tests.samples import write_sample_corpus
 
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)

@@ -10,10 +10,11 @@ import time
 import pytest
 
 from bots.common import NOT_ENABLED
+from evaluation.doubles.fake_chat import FakeConnector
+from evaluation.doubles.fake_llm import FakeLLMServer
 from pipeline.wording import EVIDENCE_HEADING
 from server.doors.chat_bots import mount_teams
-from tests.fake_chat import BotServer, FakeConnector
-from tests.fake_llm import FakeLLMServer
+from tests.bot_server import BotServer
 
 CHANNEL_THREAD = "19:general@thread.tacv2;messageid=1700000000001"
 

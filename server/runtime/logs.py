@@ -50,7 +50,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-OUR_PACKAGES = ("server", "bots", "pipeline", "index_build", "programs", "benchmarks")
+OUR_PACKAGES = ("server", "bots", "pipeline", "index_build", "programs", "evaluation")
 
 
 class PrintableFormatter(logging.Formatter):

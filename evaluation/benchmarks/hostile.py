@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.samples import huge_html, write_docx_bomb
+from evaluation.doubles.hostile_files import huge_html, write_docx_bomb
 
 SEC_DOCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "sec10q" / "docs"
 BOMB_PARAGRAPHS = 400_000
@@ -137,8 +137,8 @@ def hostile_env(env: dict[str, str], slack_api_url: str) -> dict[str, str]:
 
 async def bench_hostile(env: dict[str, str]) -> dict[str, Any]:
     """Phase 2 against ``docfinder serve http`` started with :func:`hostile_env`."""
-    from benchmarks.load_fault import start_server
-    from tests.fake_chat import FakeSlackAPI
+    from evaluation.benchmarks.load_fault import start_server
+    from evaluation.doubles.fake_chat import FakeSlackAPI
 
     async with FakeSlackAPI() as slack:
         process, url = await asyncio.to_thread(start_server, hostile_env(env, slack.url))

@@ -11,7 +11,7 @@ Measured on what the user reads as the answer (its text, not the evidence listed
 gold figures (SEC 10-Q: :mod:`pipeline.figures`) and must-have phrases (manual-qa) in the answer
 text, and with the quoted evidence; a gold document among the cited sources; unanswerable
 questions answered "the documents do not say" and answerable ones refused (one text rule for
-both systems, :func:`server.evaluation.questions.says_not_answered`); the agent's verified
+both systems, :func:`evaluation.questions.says_not_answered`); the agent's verified
 answers with a figure that no passage it cites states; LLM calls; latency; and the time to
 the first evidence shown (the agent's ``evidence`` status event).
 
@@ -34,12 +34,12 @@ from typing import Any
 
 import dspy
 
+from evaluation.answers import answer_row, evenly_spread
+from evaluation.questions import Question, corpus_name, dataset_docs, load_questions
+from evaluation.retrieval import percentile
 from pipeline.answers import AgentAnswer, Citation
 from pipeline.figures import all_numbers, figures, stated_figures
 from programs.agent import number_passages
-from server.evaluation.answers import answer_row, evenly_spread
-from server.evaluation.questions import Question, corpus_name, dataset_docs, load_questions
-from server.evaluation.retrieval import percentile
 from server.models.factories import context_config
 from server.service import open_service, run_ingest
 from server.settings import Settings

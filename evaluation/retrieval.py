@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from index_build.beir import BeirDataset, index_corpus, load_split
+from evaluation.beir import BeirDataset, index_corpus, load_split
+from evaluation.extra import require
 from index_build.builder import IngestProgress, NoProgress
 from index_build.snapshot import IndexSnapshot
 from pipeline.abbreviations import abbreviation_glossary
@@ -72,6 +73,7 @@ def evaluate_retrieval(
     max_queries: int | None = None,
 ) -> dict[str, Any]:
     """Measure every configuration on ``split``; see the module docstring."""
+    require("docfinder eval retrieval", "ir_measures", "pytrec_eval")  # before minutes of indexing
     embedder = embedder or make_embedder(settings)
     snapshot = index_corpus(
         dataset_dir,

@@ -252,7 +252,7 @@ def _schema(response_format: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    """``python tests/fake_llm.py --port N [--crash-with SIGSEGV]``: serve until killed, in its own
+    """``python fake_llm.py --port N [--crash-with SIGSEGV]``: serve until killed, in its own
     process, as the embedded model server would (what the crash tests supervise)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)

@@ -1,7 +1,7 @@
 """How fast the embedded model reads a prompt and writes tokens on this machine, with the
 instruction sets the installed llama.cpp was built for.
 
-Runs llama.cpp in a child process (``python -m benchmarks.embedded_llm`` prints the JSON), so a
+Runs llama.cpp in a child process (``python -m evaluation.benchmarks.embedded_llm`` prints the JSON), so a
 build this CPU cannot run fails the part instead of killing the benchmark. The model reads about
 1,000 tokens of README text and writes 64, as the server runs it (n_batch 128, every core); the
 median of three runs, each from an empty context.
@@ -26,7 +26,7 @@ RUNS = 3
 
 def bench_embedded_llm(model_cache_dir: Path) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.embedded_llm", str(model_cache_dir)],
+        [sys.executable, "-m", "evaluation.benchmarks.embedded_llm", str(model_cache_dir)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -12,8 +12,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from evaluation.feedback_report import is_good, load_items
 from pipeline.answers import citation_link
-from server.evaluation.feedback_report import is_good, load_items
 from server.service import DocfinderService
 
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from server.evaluation.answers import ALL_METRICS, metric_value, row_mean
-from server.evaluation.report_format import markdown_to_html, pyplot, save_chart, table_cell
+from evaluation.answers import ALL_METRICS, metric_value, row_mean
+from evaluation.report_format import markdown_to_html, pyplot, save_chart, table_cell
 
 WORST_ANSWERS = 10
 ANSWER_PREVIEW_CHARS = 400

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evaluation.extra import require
 from pipeline.errors import InvalidRequestError
 
 
@@ -75,6 +76,7 @@ def markdown_to_html(lines: list[str], title: str) -> str:
 
 def pyplot() -> Any:
     """matplotlib's pyplot drawing to files only (no display here, and never one on a server)."""
+    require("drawing report charts", "matplotlib")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -8,7 +8,7 @@
    and the excess is refused with 503; one wave alone is over in well under a second).
 3. Fuzzing: schemathesis generates requests from ``/openapi.json`` for every operation; the
    number of 5xx answers must be 0.
-4. Ingest bomb and 5. hostile bodies on every route: see :mod:`benchmarks.hostile`.
+4. Ingest bomb and 5. hostile bodies on every route: see :mod:`evaluation.benchmarks.hostile`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.hostile import bench_hostile, bench_ingest_bomb
-from benchmarks.load_fault import REPO, server_env, start_server
-from server.evaluation.retrieval import percentile
+from evaluation.benchmarks.hostile import bench_hostile, bench_ingest_bomb
+from evaluation.benchmarks.load_fault import REPO, server_env, start_server
+from evaluation.doubles.fake_llm import FakeLLMServer
+from evaluation.retrieval import percentile
 from server.service import run_ingest
 from server.settings import Settings
-from tests.fake_llm import FakeLLMServer
 
 ASKS = (200, 2000)
 SEARCH_FLOOD = 400  # searches in one wave, all at once

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluation.report_format import markdown_to_html, pyplot, read_jsonl, save_chart, table_cell
 from pipeline.answers import FEEDBACK_LABELS, FeedbackRecord
-from server.evaluation.report_format import markdown_to_html, pyplot, read_jsonl, save_chart, table_cell
 
 # Judgements that make an answer's sources gold for its question.
 GOOD_LABELS = {"Perfect answer, accurate", "Correct, but too verbose"}

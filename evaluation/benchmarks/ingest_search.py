@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.evaluation.retrieval import percentile
+from evaluation.retrieval import percentile
 from server.models.factories import make_embedder
 from server.service import open_service, run_ingest
 from server.settings import load_settings

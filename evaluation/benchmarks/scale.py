@@ -168,7 +168,7 @@ def probe(index_dir: Path, memory_map: bool) -> None:
 
 def _serve(index_dir: Path, memory_map: bool) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.scale", "--probe", str(index_dir.resolve())]
+        [sys.executable, "-m", "evaluation.benchmarks.scale", "--probe", str(index_dir.resolve())]
         + ([] if memory_map else ["--no-memory-map"]),
         cwd=REPOSITORY,
         stdin=subprocess.PIPE,

@@ -5,7 +5,7 @@ For each question of a question CSV (``Question``, ``Source Docs``, ``Answer``, 
 or the answers come from a JSONL file of earlier rows (``--answers``). Each answer is then
 scored:
 
-- by the judge (:mod:`programs.judge`): faithfulness, answer relevancy, contextual
+- by the judge (:mod:`evaluation.judge`): faithfulness, answer relevancy, contextual
   precision, contextual recall, contextual relevancy, and citation precision. The judge is
   the configured LLM or a separate OpenAI-compatible endpoint; it never sees the gold answer
   for the answer-level metrics, and sees it for contextual precision and recall;
@@ -29,11 +29,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from pipeline.answers import AgentAnswer, citation_link
-from pipeline.errors import InvalidRequestError
-from pipeline.figures import figures, stated_figures
-from programs.judge import JUDGED_METRICS, AnswerJudge, JudgeCase, judgement_row
-from server.evaluation.questions import (
+from evaluation.judge import JUDGED_METRICS, AnswerJudge, JudgeCase, judgement_row
+from evaluation.questions import (
     Question,
     corpus_name,
     dataset_docs,
@@ -41,8 +38,11 @@ from server.evaluation.questions import (
     phrases_found,
     says_not_answered,
 )
-from server.evaluation.report_format import read_jsonl
-from server.evaluation.retrieval import percentile
+from evaluation.report_format import read_jsonl
+from evaluation.retrieval import percentile
+from pipeline.answers import AgentAnswer, citation_link
+from pipeline.errors import InvalidRequestError
+from pipeline.figures import figures, stated_figures
 from server.models.llm import judge_lm_settings, make_adapter, open_lm
 from server.service import open_service, run_ingest
 from server.settings import Settings

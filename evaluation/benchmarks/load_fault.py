@@ -1,5 +1,5 @@
 """Load and fault benchmarks on loopback: the real ``docfinder serve http`` in a subprocess,
-a deterministic OpenAI-compatible LLM (``tests.fake_llm``) in a thread, docfinder's own docs
+a deterministic OpenAI-compatible LLM (``evaluation.doubles.fake_llm``) in a thread, docfinder's own docs
 as the corpus. Bounded in count and time.
 
 1. 200 concurrent asks: errors, latency p50/p99.
@@ -32,12 +32,12 @@ from typing import Any
 
 import aiohttp
 
+from evaluation.doubles.fake_llm import FakeLLMServer
+from evaluation.retrieval import percentile
 from index_build.layout import VERSIONS
 from index_build.snapshot import open_version
-from server.evaluation.retrieval import percentile
 from server.service import run_ingest
 from server.settings import Settings
-from tests.fake_llm import FakeLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = [

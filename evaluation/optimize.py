@@ -42,14 +42,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from evaluation.extra import require
+from evaluation.feedback_report import is_good, load_items
+from evaluation.judge import AnswerJudge, JudgeCase
+from evaluation.questions import Question
 from pipeline.answers import AgentAnswer, citation_link
 from pipeline.errors import InvalidRequestError
 from pipeline.figures import figures, stated_figures
 from pipeline.text import analyze
-from programs.judge import AnswerJudge, JudgeCase
 from programs.saved import load_program, save_program
-from server.evaluation.feedback_report import is_good, load_items
-from server.evaluation.questions import Question
 
 if TYPE_CHECKING:
     from programs.agent import AnswerAgent
@@ -307,6 +308,8 @@ async def optimize_program(
     The report says whether the program was saved (``saved``) and why not. ``judged_by`` is
     the judge's ``dspy.context`` (LM, adapter); ``judge_is_server``: it takes calls at once.
     """
+    if optimizer == "mipro":  # before the validation questions are answered
+        require("docfinder optimize --optimizer mipro", "optuna")
     import dspy
 
     examples = feedback_examples(load_items(feedback_path), questions)

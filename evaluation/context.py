@@ -37,10 +37,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from evaluation.questions import Question, corpus_name, dataset_docs, load_questions, phrases_found
 from index_build.builder import IngestProgress, NoProgress
 from pipeline.context import ContextConfig
 from pipeline.figures import all_numbers, figures, stated_figures
-from server.evaluation.questions import Question, corpus_name, dataset_docs, load_questions, phrases_found
 from server.models.factories import context_config
 from server.service import open_service, run_ingest
 from server.settings import Settings

@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark whose data is present and print one JSON document.
 
-``make bench ONLY=agent,ingest`` (or ``python -m benchmarks.run --only agent,ingest``) runs
+``make bench ONLY=agent,ingest`` (or ``python -m evaluation.benchmarks.run --only agent,ingest``) runs
 the named parts only; ``--list`` shows them.
 """
 
@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.answers import bench_answers
-from benchmarks.embedded_llm import bench_embedded_llm
-from benchmarks.hardening import bench_hardening
-from benchmarks.ingest_search import bench_ingest_and_search
-from benchmarks.load_fault import bench_load_and_faults
-from benchmarks.scale import bench_scale
-from server.evaluation.context import evaluate_context
-from server.evaluation.retrieval import evaluate_retrieval
+from evaluation.benchmarks.answers import bench_answers
+from evaluation.benchmarks.embedded_llm import bench_embedded_llm
+from evaluation.benchmarks.hardening import bench_hardening
+from evaluation.benchmarks.ingest_search import bench_ingest_and_search
+from evaluation.benchmarks.load_fault import bench_load_and_faults
+from evaluation.benchmarks.scale import bench_scale
+from evaluation.context import evaluate_context
+from evaluation.retrieval import evaluate_retrieval
 from server.settings import load_settings
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -58,7 +58,7 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks.run", description=__doc__)
+    parser = argparse.ArgumentParser(prog="evaluation.benchmarks.run", description=__doc__)
     parser.add_argument("--only", default=os.environ.get("ONLY", ""), help="comma-separated parts")
     parser.add_argument("--list", action="store_true", help="list the parts and exit")
     args = parser.parse_args(argv)
