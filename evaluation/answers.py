@@ -43,8 +43,9 @@ from evaluation.retrieval import percentile
 from pipeline.answers import AgentAnswer, citation_link
 from pipeline.errors import InvalidRequestError
 from pipeline.figures import figures, stated_figures
+from server.core.ingest import run_ingest
 from server.models.llm import judge_lm_settings, make_adapter, open_lm
-from server.service import open_service, run_ingest
+from server.service import open_service
 from server.settings import Settings
 
 DETERMINISTIC_METRICS = (

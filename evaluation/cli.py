@@ -166,7 +166,7 @@ def _date(text: str) -> datetime:
 
 def _feedback(args: argparse.Namespace, settings: Settings) -> int:
     from evaluation.feedback_report import export_items, render_charts, render_report, summarise
-    from server.service import open_feedback_store
+    from server.stores.opening import open_feedback_store
 
     with open_feedback_store(settings) as store:
         records = store.records(since=args.since)

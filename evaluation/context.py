@@ -41,8 +41,9 @@ from evaluation.questions import Question, corpus_name, dataset_docs, load_quest
 from index_build.builder import IngestProgress, NoProgress
 from pipeline.context import ContextConfig
 from pipeline.figures import all_numbers, figures, stated_figures
+from server.core.ingest import run_ingest
 from server.models.factories import context_config
-from server.service import open_service, run_ingest
+from server.service import open_service
 from server.settings import Settings
 
 BUDGETS = (1000, 2000, 4000)

@@ -33,9 +33,9 @@ from pipeline.fusion import BranchHit, fuse
 from pipeline.protocols import Embedder
 from pipeline.retrieval import Reranker, RetrievalConfig, SearchRequest, retrieve
 from pipeline.text import analyze
+from server.core.ingest import ingest_options
 from server.models.factories import make_embedder, retrieval_config
 from server.models.reranker import CrossEncoderReranker
-from server.service import ingest_options
 from server.settings import Settings
 
 DEPTH = 100

@@ -66,12 +66,13 @@ def server_modules(path: Path) -> set[str]:
 
 
 SERVER = REPO / "server"
-ROOMS = {"doors", "stores", "models", "runtime"}
+ROOMS = {"doors", "core", "stores", "models", "runtime"}
 # Which rooms of server/ each room may import ("top" is the service and the settings).
 ROOM_ALLOWED = {
     "runtime": {"runtime"},  # knows no door, store or model
     "stores": {"stores", "top"},  # stores know no doors
-    "models": {"models", "stores", "top"},
+    "models": {"models", "stores", "runtime", "top"},
+    "core": {"core", "models", "stores", "runtime", "top"},  # the service's parts; no door
     "doors": ROOMS | {"top"},
     "top": ROOMS - {"doors"} | {"top"},  # the service serves the doors, never the reverse
 }

@@ -12,7 +12,7 @@ from index_build.builder import ingest
 from index_build.snapshot import open_live
 from pipeline.errors import ConfigurationError
 from pipeline.retrieval import SearchRequest, retrieve
-from server.service import ingest_options, run_enriched_ingest
+from server.core.ingest import ingest_options, run_enriched_ingest
 from server.settings import load_settings
 from tests.samples import MARKDOWN, write_sample_corpus
 

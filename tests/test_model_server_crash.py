@@ -22,7 +22,7 @@ import pytest
 from evaluation.doubles import fake_llm
 from index_build.builder import ingest
 from server.models.llm import make_lm
-from server.models.supervised_server import ModelServerCannotRunError, SupervisedServer
+from server.runtime.supervised_server import ModelServerCannotRunError, SupervisedServer
 from server.service import open_service
 from server.settings import load_settings
 from tests.samples import write_sample_corpus

@@ -66,7 +66,7 @@ async def test_one_request_id_runs_through_response_trace_status_events_and_logs
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
-    logger = logging.getLogger("server.service")
+    logger = logging.getLogger("server.core.ask")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:

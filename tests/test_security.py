@@ -581,7 +581,7 @@ async def test_searches_beyond_the_queue_are_refused_at_once():
 async def test_health_answers_while_every_search_slot_is_taken(server):
     client, service = await server(max_concurrent_searches=1, search_queue=0)
     release = threading.Event()
-    blocked = asyncio.create_task(service._searches.run(release.wait))
+    blocked = asyncio.create_task(service.parts.searcher.pool.run(release.wait))
     await asyncio.sleep(0.1)
     health = await client.get("/healthz")
     assert health.status == 200 and (await health.json())["searches_waiting"] == 1

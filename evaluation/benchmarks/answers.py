@@ -40,8 +40,9 @@ from evaluation.retrieval import percentile
 from pipeline.answers import AgentAnswer, Citation
 from pipeline.figures import all_numbers, figures, stated_figures
 from programs.agent import number_passages
+from server.core.ingest import run_ingest
 from server.models.factories import context_config
-from server.service import open_service, run_ingest
+from server.service import open_service
 from server.settings import Settings
 
 PLAIN_BUDGET = 1300

@@ -31,7 +31,7 @@ from evaluation.benchmarks.hostile import bench_hostile, bench_ingest_bomb
 from evaluation.benchmarks.load_fault import REPO, server_env, start_server
 from evaluation.doubles.fake_llm import FakeLLMServer
 from evaluation.retrieval import percentile
-from server.service import run_ingest
+from server.core.ingest import run_ingest
 from server.settings import Settings
 
 ASKS = (200, 2000)

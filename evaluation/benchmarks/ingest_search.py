@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.retrieval import percentile
+from server.core.ingest import run_ingest
 from server.models.factories import make_embedder
-from server.service import open_service, run_ingest
+from server.service import open_service
 from server.settings import load_settings
 
 

@@ -36,7 +36,7 @@ from evaluation.doubles.fake_llm import FakeLLMServer
 from evaluation.retrieval import percentile
 from index_build.layout import VERSIONS
 from index_build.snapshot import open_version
-from server.service import run_ingest
+from server.core.ingest import run_ingest
 from server.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent

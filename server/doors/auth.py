@@ -154,7 +154,7 @@ class Authenticator:
 
 def open_authenticator(settings: Settings) -> Authenticator:
     """The configured keys and the key store the settings name (opened here, kept open)."""
-    from server.service import open_configured_database
+    from server.stores.opening import open_configured_database
 
     store = KeyStore(open_configured_database(settings, settings.api_keys_path))
     return Authenticator(load_api_keys(settings), store)

@@ -40,8 +40,8 @@ from server.doors.cli_output import (
 )
 from server.doors.responses import answer_out, search_out, to_json
 from server.models.factories import context_config
-from server.models.supervised_server import ModelServerCannotRunError
 from server.runtime.logs import configure_logging
+from server.runtime.supervised_server import ModelServerCannotRunError
 from server.settings import Settings, load_settings
 
 COMMAND_PLUGINS = "docfinder.commands"
@@ -296,7 +296,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from server.service import run_enriched_ingest, run_ingest
+    from server.core.ingest import run_enriched_ingest, run_ingest
 
     batches: list[tuple[list[Path], str | None]]
     if args.paths:

@@ -82,7 +82,7 @@ def run_keys(args: argparse.Namespace, settings: Settings) -> int:
 
 @contextmanager
 def _key_store(settings: Settings) -> Iterator[KeyStore]:
-    from server.service import open_configured_database
+    from server.stores.opening import open_configured_database
 
     database = open_configured_database(settings, settings.api_keys_path)
     try:

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Literal
 
 from pipeline.errors import DocfinderError, IndexNotFoundError, LLMUnavailableError
-from server.models import cpu_features, supervised_server
-from server.models.supervised_server import Crash, ModelServerCannotRunError, log_tail
+from server.models import cpu_features
+from server.runtime import supervised_server
+from server.runtime.supervised_server import Crash, ModelServerCannotRunError, log_tail
 from server.settings import Settings
 
 Status = Literal["ok", "warn", "fail", "skipped"]

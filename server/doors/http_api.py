@@ -39,12 +39,13 @@ from pipeline.errors import (
     UnauthenticatedError,
 )
 from pipeline.steps import Step
+from server.core.access import require_scope
 from server.doors.auth import Authenticator
 from server.doors.openapi import OPENAPI
 from server.doors.request_models import AskBody, FeedbackBody, SearchBody, read_body
 from server.doors.responses import ErrorOut, FeedbackOut, HealthOut, answer_out, search_out, to_json
 from server.runtime.logs import current_request_id, set_request_id
-from server.service import DocfinderService, require_scope
+from server.service import DocfinderService
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from pipeline.context import Context
 from pipeline.types import Chunk
 
 if TYPE_CHECKING:
-    from server.service import SearchResult
+    from server.core.search import SearchResult
 
 Outcome = Literal["answered", "no_documents", "unverified", "llm_unavailable"]
 

