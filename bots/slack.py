@@ -18,7 +18,6 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -33,11 +32,11 @@ from bots.common import (
     NOT_ENABLED,
     THINKING,
     WRITING,
-    Access,
     reaction_added,
     reaction_hint,
     reaction_removed,
 )
+from bots.settings import SlackSettings
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
 from pipeline.streaming import DRAFT_INTERVAL_S, AnswerToken
@@ -53,18 +52,6 @@ _SIGNATURE = re.compile(r"v0=[0-9a-f]{1,128}")
 _SKIN_TONE = re.compile(r"::skin-tone-\d$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
-
-
-@dataclass(frozen=True, slots=True)
-class SlackConfig:
-    """What the Slack bot needs from the settings (built by the composition root)."""
-
-    bot_token: str
-    signing_secret: str
-    api_url: str = "https://slack.com/api/"
-    app_token: str = ""
-    access: Access = field(default_factory=Access)
-    reactions: Mapping[str, ReactionMeaning] = field(default_factory=dict)
 
 
 class SeenEvents:
@@ -88,10 +75,12 @@ class SeenEvents:
         return True
 
 
-def build_slack_app(service: AnsweringService, config: SlackConfig) -> AsyncApp:
+def build_slack_app(service: AnsweringService, config: SlackSettings) -> AsyncApp:
     """The Bolt app with docfinder's listeners: mentions, direct messages, reactions."""
-    client = AsyncWebClient(token=config.bot_token, base_url=config.api_url)
-    app = AsyncApp(client=client, signing_secret=config.signing_secret, process_before_response=False)
+    client = AsyncWebClient(token=config.bot_token.get_secret_value(), base_url=config.api_url)
+    app = AsyncApp(
+        client=client, signing_secret=config.signing_secret.get_secret_value(), process_before_response=False
+    )
     seen = SeenEvents()
 
     @app.middleware  # runs after Bolt's signature check: only genuine deliveries are remembered
@@ -164,7 +153,7 @@ def _a_slack_delivery(text: str, content_type: str) -> bool:
 
 
 class _SlackBot:
-    def __init__(self, service: AnsweringService, config: SlackConfig) -> None:
+    def __init__(self, service: AnsweringService, config: SlackSettings) -> None:
         self.service = service
         self.config = config
 

@@ -27,7 +27,7 @@ import logging
 import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -48,11 +48,11 @@ from jwt.algorithms import RSAAlgorithm
 
 from bots.common import (
     NOT_ENABLED,
-    Access,
     reaction_added,
     reaction_hint,
     reaction_removed,
 )
+from bots.settings import TeamsSettings
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.errors import DocfinderError
 from pipeline.wording import error_message, evidence_preview
@@ -64,23 +64,6 @@ REACTION_GLYPHS = {"like": "👍", "heart": "❤️", "laugh": "😆", "surprise
 
 PLATFORM = "teams"
 TYPING_EVERY_S = 3.0  # Teams shows the indicator for about three seconds
-
-
-@dataclass(frozen=True, slots=True)
-class TeamsConfig:
-    """What the Teams bot needs from the settings (built by the composition root).
-
-    ``service_urls`` are the URL prefixes an activity's ``serviceUrl`` must start with.
-    """
-
-    app_id: str = ""
-    app_password: str = ""
-    app_type: str = "MultiTenant"
-    tenant_id: str = ""
-    access: Access = field(default_factory=Access)
-    reactions: Mapping[str, ReactionMeaning] = field(default_factory=dict)
-    service_urls: tuple[str, ...] = ()
-    openid_timeout_s: float = 5.0
 
 
 class OpenIdMetadata:
@@ -222,14 +205,14 @@ def service_url_allowed(service_url: str, allowed: tuple[str, ...]) -> bool:
 class _BotFrameworkConfig:
     """The attribute names botbuilder's configuration objects are read by."""
 
-    def __init__(self, config: TeamsConfig) -> None:
+    def __init__(self, config: TeamsSettings) -> None:
         self.APP_ID = config.app_id
-        self.APP_PASSWORD = config.app_password
+        self.APP_PASSWORD = config.app_password.get_secret_value()
         self.APP_TYPE = config.app_type
         self.APP_TENANTID = config.tenant_id
 
 
-def teams_route(service: AnsweringService, config: TeamsConfig) -> Any:
+def teams_route(service: AnsweringService, config: TeamsSettings) -> Any:
     """An aiohttp handler for Bot Framework activities (mount at ``/api/messages``)."""
     install_openid_metadata(config.openid_timeout_s)
     adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(_BotFrameworkConfig(config)))
@@ -266,7 +249,7 @@ def teams_route(service: AnsweringService, config: TeamsConfig) -> Any:
 class TeamsBot(TeamsActivityHandler):
     """Questions in, Adaptive Cards out; reactions become feedback."""
 
-    def __init__(self, service: AnsweringService, config: TeamsConfig, adapter: CloudAdapter) -> None:
+    def __init__(self, service: AnsweringService, config: TeamsSettings, adapter: CloudAdapter) -> None:
         self.service = service
         self.config = config
         self.adapter = adapter

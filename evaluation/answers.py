@@ -239,21 +239,21 @@ def evaluate_answers(
     write = appender(rows_path)
     if answers_file is None:
         docs = dataset_docs(dataset_dir, docs)
-        settings = settings.model_copy(
-            update={
-                "index_dir": cache_dir / f"{corpus_name(docs)}-docs",
-                "conversations_path": cache_dir / "eval-conversations.sqlite3",
+        settings = settings.changed(
+            {
+                "index.dir": cache_dir / f"{corpus_name(docs)}-docs",
+                "stores.conversations_path": cache_dir / "eval-conversations.sqlite3",
             }
         )
         run_ingest(settings, [docs], collection=corpus_name(docs))
     rows = asyncio.run(_answer_and_judge(settings, pending, judge_api_base, judge_model, write, on_row))
-    answerer = str(answers_file) if answers_file else settings.llm_api_base or "embedded"
+    answerer = str(answers_file) if answers_file else settings.llm.api_base or "embedded"
     return {
         "dataset": str(dataset_dir),
         "questions_file": questions_file,
         "answers": answerer,
         "judge": judge_api_base
-        or ("the answering LLM" if answers_file is None else settings.llm_api_base)
+        or ("the answering LLM" if answers_file is None else settings.llm.api_base)
         or "embedded",
         "rows": str(rows_path),
         **summarise_rows(rows),
@@ -271,7 +271,7 @@ async def _answer_and_judge(
     import dspy
 
     # A server judges the items of a metric at once; the embedded model takes them in order.
-    judge = AnswerJudge(concurrent=judge_api_base is not None or settings.llm_api_base is not None)
+    judge = AnswerJudge(concurrent=judge_api_base is not None or settings.llm.api_base is not None)
     rows: list[dict[str, Any]] = []
     answering = any(row is None for _, row in pending)
     async with AsyncExitStack() as stack:

@@ -91,7 +91,7 @@ def add_commands(commands: Any) -> None:
     answers.add_argument("--limit", type=int, default=0, help="N questions spread evenly over the file")
     answers.add_argument("--answers", type=Path, help="judge the rows of an earlier run instead of answering")
     answers.add_argument("--judge-api-base", help="OpenAI-compatible judge endpoint (default: the LLM)")
-    answers.add_argument("--judge-model", help="the judge endpoint's model (default: setting llm_model)")
+    answers.add_argument("--judge-model", help="the judge endpoint's model (default: setting llm.model)")
     answers.add_argument(
         "--rows", type=Path, default=Path("bench-results/eval_answers.jsonl"), help="per-question JSONL"
     )
@@ -110,7 +110,7 @@ def add_commands(commands: Any) -> None:
         "feedback", help="do good answers' sources still rank in the top k? (an exported feedback set)"
     )
     replay.add_argument("--items", type=Path, required=True, help="JSONL from `docfinder feedback export`")
-    replay.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    replay.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     replay.add_argument("--k", type=int, default=10)
     retrieval.set_defaults(run=_eval_retrieval)
     context.set_defaults(run=_eval_context)
@@ -130,8 +130,8 @@ def add_commands(commands: Any) -> None:
     optimize.add_argument("--validation-share", type=float, default=0.3)
     optimize.add_argument("--seed", type=int, default=0)
     optimize.add_argument("--judge-api-base", help="OpenAI-compatible judge endpoint (default: the LLM)")
-    optimize.add_argument("--judge-model", help="the judge endpoint's model (default: setting llm_model)")
-    optimize.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    optimize.add_argument("--judge-model", help="the judge endpoint's model (default: setting llm.model)")
+    optimize.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     optimize.set_defaults(run=_in_loop(_optimize))
 
     feedback = commands.add_parser("feedback", help="what people said about answers").add_subparsers(
@@ -241,7 +241,7 @@ def _eval_answers(args: argparse.Namespace, settings: Settings) -> int:
     if args.report is not None:
         err.print(f"report: {write_answers_report(summary, rows, args.report, args.format)}")
     if args.simulate_feedback is not None:
-        items = simulated_feedback(rows, settings.source_url_prefixes)
+        items = simulated_feedback(rows, settings.index.source_url_prefixes)
         args.simulate_feedback.parent.mkdir(parents=True, exist_ok=True)
         args.simulate_feedback.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
         err.print(f"{len(items)} simulated feedback items: {args.simulate_feedback}")
@@ -271,7 +271,7 @@ async def _optimize(args: argparse.Namespace, settings: Settings) -> int:
                 args.feedback,
                 args.out,
                 judged_by=judged_by,
-                judge_is_server=bool(args.judge_api_base or settings.llm_api_base),
+                judge_is_server=bool(args.judge_api_base or settings.llm.api_base),
                 questions=questions,
                 questions_path=args.questions,
                 optimizer=args.optimizer,

@@ -33,7 +33,7 @@ import asyncio
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,6 @@ from index_build.builder import IngestProgress, NoProgress
 from pipeline.context import ContextConfig
 from pipeline.figures import all_numbers, figures, stated_figures
 from server.core.ingest import run_ingest
-from server.models.factories import context_config
 from server.service import open_service
 from server.settings import Settings
 
@@ -82,7 +81,7 @@ def evaluate_context(
     """Run every strategy at every budget over all questions; see the module docstring."""
     docs = dataset_docs(dataset_dir, docs)
     questions = load_questions(dataset_dir / questions_file)
-    settings = settings.model_copy(update={"index_dir": cache_dir / f"{corpus_name(docs)}-docs"})
+    settings = settings.changed({"index.dir": cache_dir / f"{corpus_name(docs)}-docs"})
     ingest = run_ingest(settings, [docs], collection=corpus_name(docs), progress=progress)
     runs = asyncio.run(_run(settings, questions, budgets, strategies))
     return {
@@ -91,7 +90,7 @@ def evaluate_context(
         "questions_file": questions_file,
         "questions": len(questions),
         "index": {"version": ingest.version, "documents": ingest.documents, "chunks": ingest.chunks},
-        "candidates": settings.context_candidates,
+        "candidates": settings.context.candidates,
         "runs": [run for run in runs if run["question_type"] == ALL_TYPES],
         "runs_by_question_type": [run for run in runs if run["question_type"] != ALL_TYPES],
     }
@@ -101,15 +100,17 @@ async def _run(
     settings: Settings, questions: list[Question], budgets: Sequence[int], strategies: Sequence[Strategy]
 ) -> list[dict[str, Any]]:
     totals: dict[tuple[str, int, str], dict[str, Any]] = {}
-    base = context_config(settings)
+    base = settings.context
     async with open_service(settings) as service:
         for question in questions:
             gold = figures(question.answer)
             # One retrieval per question; every strategy and budget selects from the same hits.
-            result = await service.search(question.text, k=settings.context_candidates)
+            result = await service.search(question.text, k=settings.context.candidates)
             for strategy in strategies:
                 for budget in budgets:
-                    config: ContextConfig = replace(base, budget_tokens=budget, **strategy.overrides)
+                    config: ContextConfig = base.model_copy(
+                        update={"budget_tokens": budget, **strategy.overrides}
+                    )
                     started = time.perf_counter()
                     context = await service.assemble_context(result, config)
                     elapsed_ms = (time.perf_counter() - started) * 1000

@@ -25,7 +25,7 @@ def _document(link: str) -> str:
 async def evaluate_feedback(service: DocfinderService, items_path: Path, k: int = 10) -> dict[str, Any]:
     """Hit rate and MRR of the gold sources of good answers in the top ``k``; bad ones listed."""
     items = load_items(items_path)
-    prefixes = service.settings.source_url_prefixes
+    prefixes = service.settings.index.source_url_prefixes
     good = [i for i in items if is_good(i["rating"], i["label"]) and i["sources"]]
     ranks: list[int | None] = []
     missed = []

@@ -255,7 +255,7 @@ class _Scorer:
             with dspy.context(**self.judged_by, disable_history=True, trace=None):
                 judged = await self.judge.ajudge(case, metrics=("faithfulness",))
             faithfulness = judged.scores.get("faithfulness")
-        return answer_score(example, answer, faithfulness, self.service.settings.source_url_prefixes)
+        return answer_score(example, answer, faithfulness, self.service.settings.index.source_url_prefixes)
 
     async def validate(self, agent: AnswerAgent, examples: Sequence[FeedbackExample]) -> dict[str, Any]:
         """The mean score of ``agent`` on ``examples``, and its mean latency."""
@@ -355,7 +355,7 @@ async def optimize_program(
 
     with contextlib.redirect_stdout(sys.stderr):  # DSPy prints progress; stdout is the report
         compiled = await asyncio.to_thread(compile_program)
-    dropped = drop_long_demos(compiled.agent, service.settings.llm_context_tokens)
+    dropped = drop_long_demos(compiled.agent, service.settings.llm.context_tokens)
     learnt = sum(len(p.demos) for _, p in compiled.agent.named_predictors())
     after = await scorer.validate(compiled.agent, validation)
 

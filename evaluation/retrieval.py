@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,7 @@ from pipeline.fusion import BranchHit, fuse
 from pipeline.protocols import Embedder
 from pipeline.retrieval import Reranker, RetrievalConfig, SearchRequest, retrieve
 from pipeline.text import analyze
-from server.core.ingest import ingest_options
-from server.models.factories import make_embedder, retrieval_config
+from server.models.factories import make_embedder
 from server.models.reranker import CrossEncoderReranker
 from server.settings import Settings
 
@@ -79,23 +78,23 @@ def evaluate_retrieval(
         dataset_dir,
         cache_dir / dataset_dir.name,
         embedder=embedder,
-        options=ingest_options(settings),
+        options=settings.ingest,
         progress=progress,
     )
     evaluation = load_split(dataset_dir, split)
     if max_queries:
         evaluation = _first_queries(evaluation, max_queries)
     glossary, glossary_source = _glossary(snapshot, glossary_path)
-    base = replace(
-        retrieval_config(settings, reranking=False), candidates=DEPTH, cap=DEPTH, min_score=float("-inf")
+    base = settings.retrieval.resolved(reranking=False).model_copy(
+        update={"candidates": DEPTH, "max_passages": DEPTH, "min_score": None}
     )
 
     tuned: dict[str, Any] = {"split": None}
     train = dataset_dir / "qrels" / "train.tsv"
     if tune and split != "train" and train.is_file():
         tuned = _tune(snapshot, embedder, load_split(dataset_dir, "train"))
-        base = replace(
-            base, dense_weight=tuned["convex_dense_weight"], field_weight=tuned["bm25_field_weight"]
+        base = base.model_copy(
+            update={"dense_weight": tuned["convex_dense_weight"], "field_weight": tuned["bm25_field_weight"]}
         )
 
     rows = _rows(modes, reranker_dir is not None)
@@ -103,13 +102,13 @@ def evaluate_retrieval(
     results = []
     for row in rows:
         embedder.forget_queries()  # every row's latency includes encoding its queries
-        config = replace(base, fusion=row.fusion or base.fusion)
+        config = base.model_copy(update={"fusion": row.fusion or base.fusion})
         if not row.fields:
-            config = replace(config, field_weight=0.0)
+            config = config.model_copy(update={"field_weight": 0.0})
         if row.mmr:
-            config = replace(config, mmr_lambda=MMR_LAMBDA)
+            config = config.model_copy(update={"mmr_lambda": MMR_LAMBDA})
         if row.reranker:
-            config = replace(config, candidates=rerank_candidates)
+            config = config.model_copy(update={"candidates": rerank_candidates})
         results.append(
             _measure(
                 row,

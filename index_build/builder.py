@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from index_build.chunking import ChunkingOptions
 from index_build.conversion import (
@@ -82,18 +83,36 @@ def _worth_a_child(path: Path, limits: IngestLimits) -> bool:
 LENGTH_CLASS_CHARS = 64  # texts this close in length (about 15 tokens) are embedded together
 
 
-@dataclass(frozen=True, slots=True)
-class IngestOptions:
-    """What shapes a build: chunking, BM25 parameters, retention, the PDF pipeline, and how
-    many child processes convert files (0: the ingesting process converts them itself)."""
+class IngestOptions(BaseModel):
+    """What shapes a build (the ``ingest`` settings section): chunking, BM25 parameters,
+    retention, the PDF pipeline, the limits, and how many child processes convert files."""
 
-    chunking: ChunkingOptions = field(default_factory=ChunkingOptions)
-    bm25: Bm25Params = field(default_factory=Bm25Params)
-    keep_versions: int = 3
-    pdf_models_dir: Path | None = None
-    sparse_threshold: float = DEFAULT_THRESHOLD
-    convert_processes: int = 1
-    limits: IngestLimits = field(default_factory=IngestLimits)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    chunking: ChunkingOptions = Field(default_factory=ChunkingOptions, description="Chunking.")
+    bm25: Bm25Params = Field(default_factory=Bm25Params, description="BM25.")
+    limits: IngestLimits = Field(default_factory=IngestLimits, description="What a document may expand to.")
+    keep_versions: int = Field(
+        3, ge=1, le=100, description="Index versions kept on disk, the live one included."
+    )
+    pdf_models_dir: Path | None = Field(
+        None,
+        description="docling layout/table model artifacts; when set, PDFs use docling's standard pipeline.",
+    )
+    sparse_threshold: float = Field(
+        DEFAULT_THRESHOLD,
+        gt=0,
+        le=1,
+        description="A chunk is sparse if no other chunk is this similar (and it has unique facts).",
+    )
+    convert_processes: int = Field(
+        1,
+        ge=0,
+        le=64,
+        description="Child processes that convert and chunk PDFs and larger files while ingest embeds, "
+        "each under the memory and time limits; 0 converts every file in the ingesting process, "
+        "without those limits.",
+    )
 
 
 # Writes one or two sentences situating a chunk in its document (contextual enrichment).
@@ -251,7 +270,7 @@ def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOption
 
 def chunking_manifest(options: IngestOptions) -> dict[str, object]:
     """What the manifest records of chunking and evidence extraction; reuse needs an exact match."""
-    return {**asdict(options.chunking), "evidence_version": EVIDENCE_VERSION}
+    return {**options.chunking.model_dump(), "evidence_version": EVIDENCE_VERSION}
 
 
 def embedder_manifest(embedder: Embedder) -> dict[str, object]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from index_build.document import Block, ParsedDocument
 from pipeline.protocols import Tokenizer
@@ -24,9 +25,9 @@ from pipeline.types import Chunk, passage_text
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])")
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkingOptions:
-    """Chunk size in embedder tokens, overlap of long-paragraph windows, and the chunker.
+class ChunkingOptions(BaseModel):
+    """Chunk size in embedder tokens, overlap of long-paragraph windows, and the chunker (the
+    ``ingest.chunking`` settings section).
 
     ``method="semantic"`` also splits a section where the similarity of adjacent sentences
     drops below the ``semantic_percentile``-th percentile of that section's similarities
@@ -34,12 +35,36 @@ class ChunkingOptions:
     LLM-written situating context to every chunk (see :mod:`index_build.builder`).
     """
 
-    max_tokens: int = 256
-    overlap_tokens: int = 32
-    min_body_tokens: int = 64
-    method: Literal["headings", "semantic"] = "headings"
-    semantic_percentile: float = 10.0
-    contextual: bool = False
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens: int = Field(256, ge=16, le=8192, description="Chunk size in embedder tokens.")
+    overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
+    min_body_tokens: int = Field(
+        64,
+        ge=1,
+        description="Least room for body text in a chunk, whatever its title and heading path take.",
+    )
+    method: Literal["headings", "semantic"] = Field(
+        "headings", description="headings: split at headings, then by tokens; semantic: also at topic shifts."
+    )
+    semantic_percentile: float = Field(
+        10.0,
+        gt=0,
+        lt=100,
+        description="Semantic chunker: split where adjacent-sentence similarity is this low.",
+    )
+    contextual: bool = Field(
+        False,
+        description="Contextual enrichment: the LLM situates each chunk in its document before indexing.",
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingOptions:
+        if self.overlap_tokens >= self.max_tokens:
+            raise ValueError(
+                f"overlap_tokens ({self.overlap_tokens}) must be smaller than max_tokens ({self.max_tokens})"
+            )
+        return self
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,7 +180,7 @@ def _docling_format(suffix: str) -> Any:
 def _standard_pdf_option(models_dir: Path) -> Any:
     """docling's layout + table-structure pipeline, reading model artifacts from ``models_dir``."""
     if not models_dir.is_dir():
-        raise ConfigurationError(f"pdf_models_dir {models_dir} is not a directory")
+        raise ConfigurationError(f"ingest.pdf_models_dir {models_dir} is not a directory")
     try:
         from docling.datamodel.pipeline_options import PdfPipelineOptions
         from docling.document_converter import PdfFormatOption

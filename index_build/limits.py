@@ -14,8 +14,9 @@ conversion process's memory and time limits (:mod:`index_build.conversion`).
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import DocumentError
 
@@ -23,18 +24,37 @@ MB = 1024 * 1024
 ZIP_SUFFIXES = {".docx"}  # formats that are zip containers: checked by their unpacked size
 
 
-@dataclass(frozen=True, slots=True)
-class IngestLimits:
-    """Per-file and per-document bounds; the defaults fit any real manual or filing we know of
-    (the largest SEC 10-Q here: 3.8 MB, 120 pages, about 0.5 million characters)."""
+class IngestLimits(BaseModel):
+    """Per-file and per-document bounds (the ``ingest.limits`` settings section); the defaults
+    fit any real manual or filing we know of (the largest SEC 10-Q here: 3.8 MB, 120 pages,
+    about 0.5 million characters)."""
 
-    max_expanded_mb: float = 32.0
-    max_pages: int = 3_000
-    max_chars: int = 5_000_000
-    max_chunks: int = 20_000
-    convert_memory_mb: int = 4_096  # resident memory of one conversion process
-    convert_timeout_s: float = 600.0  # one file's conversion and chunking
-    convert_here_max_mb: float = 1.0  # smaller non-PDF files convert in the ingesting process
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_expanded_mb: float = Field(
+        32.0,
+        gt=0,
+        description="A file that expands to more (its size; a DOCX: its unpacked parts) is skipped unread.",
+    )
+    max_pages: int = Field(3_000, ge=1, description="A document with more pages is skipped.")
+    max_chars: int = Field(5_000_000, ge=1, description="A document with more characters of text is skipped.")
+    max_chunks: int = Field(
+        20_000, ge=1, description="A document making more chunks is skipped (before embedding)."
+    )
+    convert_memory_mb: int = Field(
+        4_096,
+        ge=256,
+        description="A conversion process using more resident memory is stopped; its file skipped.",
+    )
+    convert_timeout_s: float = Field(
+        600.0, gt=0, description="A file whose conversion and chunking take longer is stopped and skipped."
+    )
+    convert_here_max_mb: float = Field(
+        1.0,
+        ge=0,
+        description="Markdown, HTML, DOCX and text files this small convert in the ingesting process "
+        "(a child takes seconds to start); larger ones and every PDF in a child; 0: all in a child.",
+    )
 
 
 class OverLimitError(DocumentError):
@@ -43,8 +63,8 @@ class OverLimitError(DocumentError):
 
 def limit_setting(flag: str) -> str:
     """The setting of a limit, from its flag or its field: ``max-pages`` or ``max_pages`` →
-    ``ingest_max_pages``."""
-    return "ingest_" + flag.replace("-", "_")
+    ``ingest.limits.max_pages``."""
+    return "ingest.limits." + flag.replace("-", "_")
 
 
 def over_limit(amount: str, limit: str, flag: str) -> str:

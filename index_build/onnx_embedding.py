@@ -74,7 +74,7 @@ class OnnxEmbedder(LocalEmbedder):
         if self.pooling not in ("mean", "cls"):
             raise ConfigurationError(
                 f"{model_dir} pools its token states in a way the ONNX embedder does not implement "
-                "(only mean and CLS pooling): set DOCFINDER_EMBEDDER_BACKEND=torch"
+                "(only mean and CLS pooling): set DOCFINDER_EMBEDDER__BACKEND=torch"
             )
 
     @cached_property

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from index_build.records import chunk_to_json, id_hashes, write_records
 from index_build.sources import file_sha256
@@ -44,13 +45,17 @@ EXACT_NEIGHBOURS_UP_TO = 20_000
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Bm25Params:
-    """BM25 scoring parameters (Lucene variant, as bm25s and Elasticsearch use)."""
+class Bm25Params(BaseModel):
+    """BM25 scoring parameters (Lucene variant, as bm25s and Elasticsearch use): the
+    ``ingest.bm25`` settings section."""
 
-    k1: float = 1.5
-    b: float = 0.75
-    method: str = "lucene"
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k1: float = Field(1.5, gt=0, description="BM25 term-frequency saturation.")
+    b: float = Field(0.75, ge=0, le=1, description="BM25 length normalisation.")
+    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = Field(
+        "lucene", description="The BM25 variant bm25s scores with."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +195,7 @@ def write_manifest(
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "embedder": embedder,
         "chunking": chunking,
-        "bm25": asdict(bm25),
+        "bm25": bm25.model_dump(),
         "counts": {
             "documents": len(files),
             "pages": sum(f.pages for f in files),

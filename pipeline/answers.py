@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from pipeline.streaming import AnswerToken
 from pipeline.types import place_label
 
@@ -140,12 +142,14 @@ class Feedback:
     reaction: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ReactionMeaning:
-    """What an emoji or reaction type says about an answer: a 1–5 rating, a label, or both."""
+class ReactionMeaning(BaseModel):
+    """What an emoji or reaction type says about an answer: a 1–5 rating, one of the reference
+    labels, or both (the chat bots' ``reactions`` settings map names to these)."""
 
-    rating: int | None = None
-    label: str | None = None
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rating: int | None = Field(None, ge=1, le=5)
+    label: Literal[FEEDBACK_LABELS] | None = None  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.evidence import EvidenceSearch, select_evidence
 from pipeline.ordering import ContextOrder, Sentence, cluster_order, dedupe, order_ping_pong, split_sentences
@@ -29,21 +30,35 @@ ContextSelection = Literal["topk", "mmr", "fps", "sentences", "evidence"]
 CONTEXT_SELECTIONS: tuple[str, ...] = ("topk", "mmr", "fps", "sentences", "evidence")
 
 
-@dataclass(frozen=True, slots=True)
-class ContextConfig:
-    """How context is selected and ordered; the service builds one from the settings."""
+class ContextConfig(BaseModel):
+    """How context is selected and ordered, with the product's defaults: the ``context`` settings section."""
 
-    selection: ContextSelection = "topk"
-    order: ContextOrder = "score"
-    budget_tokens: int = 2000
-    mmr_alpha: float = 0.7
-    mmr_window: int | None = None
-    fps_weight: float = 0.5
-    pingpong_front: int = 1
-    pingpong_back: int = 1
-    dedupe_threshold: float = 0.9
-    top_sentences: int | None = None
-    cluster_within: Literal["aggregation", "score"] = "aggregation"
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    selection: ContextSelection = Field(
+        "evidence",
+        description="How the LLM's context is chosen under the token budget; evidence: sentences and "
+        "table rows of the documents the question needs, each document covered first.",
+    )
+    order: ContextOrder = Field(
+        "document",
+        description="How the selected context is ordered (document: by document, then reading order).",
+    )
+    budget_tokens: int = Field(
+        2000, ge=64, description="Token budget of the context (T_max) for `search --context` and evaluation."
+    )
+    candidates: int = Field(40, ge=1, description="Retrieved passages that context selection chooses from.")
+    mmr_alpha: float = Field(0.7, ge=0, le=1, description="MMR relevance/diversity trade-off.")
+    mmr_window: int | None = Field(None, ge=1, description="MMR compares with the last w selections only.")
+    fps_weight: float = Field(0.5, ge=0, le=1, description="FPS: weight of the score against spread.")
+    pingpong: tuple[int, int] = Field((1, 1), description="Ping-pong placement m:n (front:back).")
+    dedupe_threshold: float = Field(
+        0.9, gt=0, le=1, description="Sentences at least this similar to one kept are dropped as duplicates."
+    )
+    top_sentences: int | None = Field(None, ge=1, description="Keep only the top-n sentences (reranker).")
+    cluster_within: Literal["aggregation", "score"] = Field(
+        "aggregation", description="Order inside a sentence cluster."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +334,7 @@ def _order(
         return sorted(pieces, key=lambda p: p.chunk.chunk_id)
     if config.order == "pingpong":
         ranked = sorted(pieces, key=lambda p: -p.score)
-        return order_ping_pong(ranked, config.pingpong_front, config.pingpong_back)
+        return order_ping_pong(ranked, *config.pingpong)
     if config.order == "cluster":
         if not pieces:
             return []

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.expansion import Glossary, expand
 from pipeline.fusion import BranchHit, FusionMethod, fuse, merge_variants, threshold_and_cap
@@ -70,23 +71,49 @@ class Reranker(Protocol):
     def score(self, query: str, passages: Sequence[str]) -> list[float]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class RetrievalConfig:
-    """Every retrieval knob; the service builds one from the settings."""
+class RetrievalConfig(BaseModel):
+    """Every retrieval knob, with the product's defaults: the ``retrieval`` settings section."""
 
-    candidates: int = 16
-    mmr_lambda: float = 1.0
-    mmr_pool: int = 3
-    fusion: FusionMethod = "convex"
-    alpha: float = 0.7
-    dense_weight: float = 0.5
-    rrf_k: int = 60
-    min_score: float = float("-inf")
-    cap: int = 8
-    field_weight: float = 0.0
-    synonym_weight: float = 0.5
-    related_weight: float = 0.25
-    complete_scores: bool = True
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    candidates: int = Field(16, ge=1, le=1000, description="Candidates per branch before fusion.")
+    max_passages: int = Field(
+        8, ge=1, le=1000, description="Cap on passages a retrieval keeps (the agent's context)."
+    )
+    min_score: float | None = Field(
+        None, description="Drop fused results scoring below this; unset keeps all."
+    )
+    fusion: FusionMethod | Literal["auto"] = Field(
+        "auto",
+        description="Branch fusion; auto = reference formula with a reranker, else convex (best measured).",
+    )
+    alpha: float = Field(0.7, ge=0, le=1, description="α of the reference fusion formula.")
+    dense_weight: float = Field(
+        0.55, ge=0, le=1, description="Weight on the dense branch in convex fusion (tuned on SciFact train)."
+    )
+    rrf_k: int = Field(60, ge=1, description="k of reciprocal rank fusion.")
+    mmr_lambda: float = Field(
+        1.0, ge=0, le=1, description="MMR trade-off on the dense branch; 1 = plain similarity order."
+    )
+    mmr_pool: int = Field(3, ge=1, description="MMR chooses from this many times the candidates.")
+    field_weight: float = Field(
+        0.25, ge=0, description="Extra weight of title/heading matches in BM25 (tuned on SciFact train)."
+    )
+    synonym_weight: float = Field(0.5, ge=0, le=1, description="BM25 weight of a concept's other labels.")
+    related_weight: float = Field(0.25, ge=0, le=1, description="BM25 weight of broader/narrower terms.")
+    complete_scores: bool = Field(
+        True,
+        description="Convex fusion without a reranker: score each branch's candidates on the other "
+        "branch too, so no candidate is fused with a missing score.",
+    )
+
+    def resolved(self, reranking: bool) -> RetrievalConfig:
+        """This configuration with ``auto`` fusion made concrete: measured on SciFact, the
+        reference formula needs reranker scores on both branches; without them convex fusion of
+        min-max-normalised scores is best."""
+        if self.fusion != "auto":
+            return self
+        return self.model_copy(update={"fusion": "reference" if reranking else "convex"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +162,7 @@ def retrieve(
     glossary: Glossary | None = None,
 ) -> RetrievalResult:
     """Run ``request`` against ``index``; see the module docstring for the stages."""
+    config = config.resolved(reranking=reranker is not None)
     tracer = _Tracer()
     chunks: dict[str, Chunk] = {}
     branch_scores: dict[str, dict[str, float]] = {}
@@ -157,13 +185,14 @@ def retrieve(
 
     started = time.perf_counter()
     merged = merge_variants(rankings)
-    cap = request.k or config.cap
-    kept = threshold_and_cap(merged, config.min_score, cap)
+    cap = request.k or config.max_passages
+    floor = config.min_score if config.min_score is not None else float("-inf")
+    kept = threshold_and_cap(merged, floor, cap)
     tracer.record(
         "select",
         started,
         variants=len(rankings),
-        min_score=config.min_score if np.isfinite(config.min_score) else None,
+        min_score=config.min_score,
         cap=cap,
         kept=[[key, round(score, 6)] for key, score in kept],
     )

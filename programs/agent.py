@@ -38,7 +38,6 @@ import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import dspy
@@ -52,6 +51,7 @@ from pipeline.quotes import choose_quotes
 from pipeline.steps import Step
 from pipeline.streaming import AnswerToken, StreamedField
 from pipeline.text import analyze
+from programs.agent_settings import AgentSettings
 from programs.continuation import Conversation, continuing, current_adapter, reply_text
 from programs.signatures import Generate, Supported, Transform, Understand, Useful
 
@@ -74,19 +74,6 @@ LLM_UNAVAILABLE = (
 
 _CITATION = re.compile(r"\[(\d+)\]")
 MAX_APPENDED_MARKERS = 3  # citations added for an answer that declared its sources but cited none inline
-
-
-@dataclass(frozen=True, slots=True)
-class AgentLimits:
-    """The loop's limits (all from the settings)."""
-
-    max_rewrites: int = 2
-    grade_threshold: float = float("-inf")
-    max_passages: int = 8
-    llm_timeout_s: float = 120.0
-    concurrent_checks: bool = False  # both answer checks at once (a server LLM serves them in parallel)
-    figure_check: bool = True  # the grounding check first needs every figure stated by the cited passages
-    sparse_tokens: int = 800  # LLM tokens (estimated) the sparse fallback may add to the generate prompt
 
 
 def number_passages(passages: Sequence[Passage]) -> str:
@@ -198,15 +185,25 @@ class AnswerAgent(dspy.Module):
         self,
         domains: dict[str, str],
         glossary: str = "",
-        limits: AgentLimits = AgentLimits(),
+        settings: AgentSettings = AgentSettings(),
+        *,
+        max_passages: int = 8,
+        llm_timeout_s: float = 120.0,
+        concurrent_checks: bool = False,
         url_prefixes: Mapping[str, str] = {},
         understand_first_turn: bool = True,
     ) -> None:
+        """``max_passages`` caps the passages a retrieval keeps; ``llm_timeout_s`` bounds one LLM
+        call; ``concurrent_checks`` runs both answer checks at once (a server LLM serves them in
+        parallel)."""
         super().__init__()
         self.domains = domains
         self.understand_first_turn = understand_first_turn
         self.glossary = glossary
-        self.limits = limits
+        self.settings = settings
+        self.max_passages = max_passages
+        self.llm_timeout_s = llm_timeout_s
+        self.concurrent_checks = concurrent_checks
         self.url_prefixes = dict(url_prefixes)
         self.understand = dspy.Predict(Understand)
         self.transform_query = dspy.Predict(Transform)
@@ -230,7 +227,7 @@ class AnswerAgent(dspy.Module):
             await run.step(Step.LLM_UNAVAILABLE, error=str(exc))
             if not run.best:
                 retrieved = await retrieve([run.question or message], run.domain, "hybrid")
-                run.best = _grade(retrieved.passages, self.limits)
+                run.best = _grade(retrieved.passages, self.settings.grade_threshold)
             return run.result(LLM_UNAVAILABLE, "llm_unavailable", run.best)
 
 
@@ -303,12 +300,12 @@ class _Run:
             reply = predictor.acall(**inputs)
         try:
             with dspy.track_usage() as usage:  # this call's tokens only (a contextvar: safe per task)
-                prediction = await asyncio.wait_for(reply, timeout=self.agent.limits.llm_timeout_s)
+                prediction = await asyncio.wait_for(reply, timeout=self.agent.llm_timeout_s)
         # The message reaches clients (the trace, chat replies): it names what went wrong, never
         # the server's address or model; the log has the details.
         except TimeoutError as exc:
             raise LLMUnavailableError(
-                f"no answer from the language model in {self.agent.limits.llm_timeout_s:g} s"
+                f"no answer from the language model in {self.agent.llm_timeout_s:g} s"
             ) from exc
         except _unavailable_errors() as exc:
             log.warning("the language model cannot be reached: %s", exc)
@@ -395,7 +392,7 @@ class _Run:
     async def answer(
         self, message: str, history: Sequence[tuple[str, str]], sparse_available: bool
     ) -> AgentAnswer:
-        limits = self.agent.limits
+        settings = self.agent.settings
         if history or self.agent.understand_first_turn:
             variant = await self._understand(message, history)
             queries = [self.question, variant]
@@ -406,7 +403,7 @@ class _Run:
         rewrites = 0
         passages = await self._retrieve_and_grade(queries, "hybrid")
         while not passages:
-            if rewrites >= limits.max_rewrites:
+            if rewrites >= settings.max_rewrites:
                 return self.result(NO_DOCUMENTS, "no_documents", [])
             queries = [await self._transform("no passage passed the relevance threshold")]
             rewrites += 1
@@ -431,12 +428,12 @@ class _Run:
                 failed += 1
                 if failed >= MAX_FAILED_ANSWERS:
                     break
-            draft_calls = 3 if limits.concurrent_checks else 2  # generate, supported (and useful)
+            draft_calls = 3 if self.agent.concurrent_checks else 2  # generate, supported (and useful)
             if not sparse_tried and self.calls_made + draft_calls <= MAX_LLM_CALLS:
                 sparse_tried = True
                 passages = await self._add_sparse(passages)
                 continue
-            if rewrites >= limits.max_rewrites or self.calls_made + 1 + draft_calls > MAX_LLM_CALLS:
+            if rewrites >= settings.max_rewrites or self.calls_made + 1 + draft_calls > MAX_LLM_CALLS:
                 break
             rewrites += 1
             problem = "the answer was not supported by the passages or did not answer the question"
@@ -463,7 +460,7 @@ class _Run:
     async def _compose(self, reply: str, passages: list[Passage]) -> ComposedAnswer:
         """The extractive-first answer (:mod:`pipeline.extractive`), its making in the trace."""
         composed = compose_answer(
-            self.question, reply, passages, check_figures=self.agent.limits.figure_check
+            self.question, reply, passages, check_figures=self.agent.settings.figure_check
         )
         await self.step(
             Step.COMPOSE,
@@ -494,7 +491,7 @@ class _Run:
     async def _cite_figure_sources(self, answer: str, passages: list[Passage]) -> str:
         """The answer with a citation added for each figure it takes from a passage it does not
         cite (:mod:`pipeline.figure_citations`); unchanged without the figure check."""
-        if not self.agent.limits.figure_check:
+        if not self.agent.settings.figure_check:
             return answer
         evidence = [_evidence_text(p) for p in passages]
         cited, added = cite_figure_sources(answer, evidence, cited_numbers(answer, len(passages)))
@@ -515,13 +512,13 @@ class _Run:
         """
         extra = await self._retrieve_and_grade([self.question], "sparse", step=Step.SPARSE_FALLBACK)
         known = {p.chunk.chunk_id for p in passages}
-        room = max(1, self.agent.limits.max_passages // 4)
+        room = max(1, self.agent.max_passages // 4)
         new = [p for p in extra if p.chunk.chunk_id not in known][:room]
         appended: list[Passage] = []
         growth = 0
         for passage in new:
             growth += estimated_llm_tokens(number_passages([passage]))
-            if growth > self.agent.limits.sparse_tokens:
+            if growth > self.agent.settings.sparse_tokens:
                 break
             appended.append(passage)
         if appended or not new:
@@ -579,12 +576,12 @@ class _Run:
             candidates=[[p.chunk.chunk_id, round(p.score, 4)] for p in retrieved.passages],
             **retrieved.details,
         )
-        kept = _grade(retrieved.passages, self.agent.limits)
+        kept = _grade(retrieved.passages, self.agent.settings.grade_threshold)
         if kept and not self.best:
             self.best = kept
         await self.step(
             Step.GRADE_DOCUMENTS,
-            threshold=_finite(self.agent.limits.grade_threshold),
+            threshold=self.agent.settings.grade_threshold,
             kept=[p.chunk.chunk_id for p in kept],
         )
         return kept
@@ -612,7 +609,7 @@ class _Run:
             return True
         supported_inputs = {"cited": ", ".join(f"[{numbers[p.chunk.chunk_id]}]" for p in cited)}
         useful = "code"
-        if self.agent.limits.concurrent_checks:
+        if self.agent.concurrent_checks:
             useful_inputs = {"question": self.question, "answer": composed.kept}
             replies = await asyncio.gather(
                 self._ask(self.agent.supported, None, supported_inputs, continues=self.generated),
@@ -634,7 +631,7 @@ class _Run:
             ).supported
         self.verdicts = {"supported": supported, "useful": useful}
         await self.step(Step.SUPPORTED, verdict=supported, passages=len(cited))
-        if supported == "yes" or self.agent.limits.concurrent_checks:
+        if supported == "yes" or self.agent.concurrent_checks:
             await self.step(Step.USEFUL, verdict=useful)
         if supported == "yes" and useful in ("yes", "code"):
             self.best = passages
@@ -655,13 +652,10 @@ def _evidence_text(passage: Passage) -> str:
     return f"{passage.evidence_label()}\n{passage.text}"
 
 
-def _grade(passages: Sequence[Passage], limits: AgentLimits) -> list[Passage]:
-    """The passages at or above the grade threshold (the context's token budget already bounds them)."""
-    return [p for p in passages if p.score >= limits.grade_threshold]
-
-
-def _finite(value: float) -> float | None:
-    return value if value != float("-inf") else None
+def _grade(passages: Sequence[Passage], threshold: float | None) -> list[Passage]:
+    """The passages at or above the grade threshold, if one is set (the context's token budget
+    already bounds them)."""
+    return [p for p in passages if threshold is None or p.score >= threshold]
 
 
 def _chunk_text(chunk: Any) -> str:

@@ -3,7 +3,7 @@
 ``docfinder optimize`` writes one JSON file per program: what it learnt (DSPy's state of
 each predictor: demos, instructions) and where it came from (date, optimiser, the hash of
 the feedback it learnt from, validation scores before and after). The service loads the
-file the ``program_path`` setting names, and ``/healthz`` and ``index info`` show which
+file the ``agent.program_path`` setting names, and ``/healthz`` and ``index info`` show which
 program is live.
 """
 
@@ -55,17 +55,17 @@ def load_program(program: dspy.Module, path: Path) -> ProgramInfo:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ConfigurationError(f"program_path: cannot read {path}: {exc.strerror}") from exc
+        raise ConfigurationError(f"agent.program_path: cannot read {path}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
-        raise ConfigurationError(f"program_path: {path} is not JSON ({exc.msg})") from exc
+        raise ConfigurationError(f"agent.program_path: {path} is not JSON ({exc.msg})") from exc
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ConfigurationError(f"program_path: {path} is not a docfinder program ({FORMAT})")
+        raise ConfigurationError(f"agent.program_path: {path} is not a docfinder program ({FORMAT})")
     state = document.get("state")
     expected = {name for name, _ in program.named_predictors()}
     if not isinstance(state, dict) or set(state) != expected:
         found = sorted(state) if isinstance(state, dict) else []
         raise ConfigurationError(
-            f"program_path: {path} holds predictors {found}, this agent has {sorted(expected)}"
+            f"agent.program_path: {path} holds predictors {found}, this agent has {sorted(expected)}"
         )
     program.load_state(state)
     return ProgramInfo(path.stem, document.get("metadata") or {})

@@ -106,7 +106,7 @@ class DocfinderService:
             _ = stores.conversations, stores.feedback  # open the stores first: a bad database fails fast
             self.parts.index.current()
             self.embedder.embed_query("warm-up")  # load the model now, not on the first request
-            if self.settings.program_path is not None:
+            if self.settings.agent.program_path is not None:
                 _ = self.agent  # a compiled program that does not load fails at start
 
         await asyncio.to_thread(load)

@@ -1,14 +1,25 @@
 """docfinder's one settings object, built once at start and passed down.
 
+The settings are nested by section (index, embedder, ingest, retrieval, context, evidence,
+agent, llm, stores, access, serving, log, slack, teams; plus the collections and the question
+domains). A section is the pydantic model that the code using it takes as its configuration:
+``retrieval`` is :class:`pipeline.retrieval.RetrievalConfig` (with what only the service needs
+added), ``ingest`` is :class:`index_build.builder.IngestOptions`, and so on, so each knob is
+declared once, with one default, in the library and the product alike.
+
 Sources, highest priority first: explicit overrides (CLI flags), ``DOCFINDER_*`` environment
-variables, a TOML file (``--config FILE``, else ``$DOCFINDER_CONFIG``, else ``docfinder.toml``
-in the working directory when present), then the defaults below. Unknown keys are errors,
-and an invalid value fails at start with a message naming the setting.
+variables (a section's knob as ``DOCFINDER_RETRIEVAL__DENSE_WEIGHT``), a TOML file
+(``--config FILE``, else ``$DOCFINDER_CONFIG``, else ``docfinder.toml`` in the working
+directory when present; a ``[retrieval]`` table per section), then the defaults. Unknown keys
+are errors, and an invalid value fails at start with a message naming the setting. The flat
+names of the release before (``llm_api_base``, ``DOCFINDER_LLM_API_BASE``) still work, each
+with a deprecation warning naming its new place.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -29,18 +40,24 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from index_build.limits import IngestLimits
-from pipeline.answers import DEFAULT_SCOPES, FEEDBACK_LABELS, SCOPES
+from bots.settings import SlackSettings, TeamsSettings
+from index_build.builder import IngestOptions
+from pipeline.answers import DEFAULT_SCOPES, SCOPES
+from pipeline.context import ContextConfig
 from pipeline.errors import ConfigurationError
+from pipeline.evidence import EvidenceConfig
+from pipeline.retrieval import RetrievalConfig
+from programs.agent_settings import AgentSettings
 
 ENV_PREFIX = "DOCFINDER_"
 DEFAULT_CONFIG_FILE = Path("docfinder.toml")
+SECTION = ConfigDict(extra="forbid", frozen=True)
 
 
 class CollectionSettings(BaseModel):
     """A named collection: the folders it is ingested from and a description for humans and the LLM."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SECTION
 
     paths: list[Path] = Field(default_factory=list, description="Folders or files ingested into it.")
     description: str = Field("", description="What the collection holds.")
@@ -49,7 +66,7 @@ class CollectionSettings(BaseModel):
 class DomainSettings(BaseModel):
     """A question domain: what it covers (shown to the classifier) and its collection weights."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SECTION
 
     description: str = Field(description="What questions of this domain are about.")
     collections: dict[str, float] = Field(
@@ -57,19 +74,13 @@ class DomainSettings(BaseModel):
     )
 
 
-class ReactionSettings(BaseModel):
-    """What one reaction means as feedback: a 1–5 rating, one of the reference labels, or both."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    rating: int | None = Field(None, ge=1, le=5)
-    label: Literal[FEEDBACK_LABELS] | None = None  # type: ignore[valid-type]
+MIN_API_KEY_CHARS = 24
 
 
 class ApiKeySettings(BaseModel):
     """One API key of the REST API and ``/mcp``: the secret, and the collections it may read."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SECTION
 
     key: SecretStr = Field(description="The secret clients send as `Authorization: Bearer <key>`.")
     collections: list[str] = Field(default_factory=list, description="Collections it may read; empty: all.")
@@ -94,39 +105,6 @@ class ApiKeySettings(BaseModel):
         return key
 
 
-MIN_API_KEY_CHARS = 24
-# The Bot Framework's channel service URLs (public cloud, GCC, GCC High, DoD): where a Teams
-# bot may send its replies.
-DEFAULT_TEAMS_SERVICE_URLS = [
-    "https://smba.trafficmanager.net/",
-    "https://smba.infra.gcc.teams.microsoft.com/",
-    "https://smba.infra.gov.teams.microsoft.us/",
-    "https://smba.infra.dod.teams.microsoft.us/",
-]
-
-
-DEFAULT_SLACK_REACTIONS = {
-    "white_check_mark": ReactionSettings(rating=5, label="Perfect answer, accurate"),
-    "+1": ReactionSettings(rating=4),
-    "jigsaw": ReactionSettings(rating=3, label="Correct, but missing information"),
-    "scroll": ReactionSettings(rating=3, label="Correct, but too verbose"),
-    "shrug": ReactionSettings(rating=2, label="Correct, but not useful"),
-    "confused": ReactionSettings(rating=2, label="Confusing"),
-    "-1": ReactionSettings(rating=2),
-    "no_entry_sign": ReactionSettings(rating=1, label="Irrelevant"),
-    "x": ReactionSettings(rating=1, label="Incorrect answer"),
-    "question": ReactionSettings(label="Cannot be answered"),
-}
-# Teams offers only these reaction types on a bot's message.
-DEFAULT_TEAMS_REACTIONS = {
-    "heart": ReactionSettings(rating=5, label="Perfect answer, accurate"),
-    "like": ReactionSettings(rating=4),
-    "surprised": ReactionSettings(rating=2, label="Confusing"),
-    "sad": ReactionSettings(rating=2),
-    "angry": ReactionSettings(rating=1, label="Incorrect answer"),
-}
-
-
 # Neutral question domains that fit most documentation; docs/configuration.md shows an
 # organisation's own set (an observatory's), with collection weights per domain.
 DEFAULT_DOMAINS = {
@@ -140,22 +118,13 @@ DEFAULT_DOMAINS = {
 }
 
 
-_LIMITS = IngestLimits()  # the ingest limits' defaults, declared once, in index_build/limits.py
+class IndexSettings(BaseModel):
+    """Where the index lives, how it is served, and how its sources are linked."""
 
+    model_config = SECTION
 
-class Settings(BaseSettings):
-    """Every knob docfinder has. Field descriptions double as the configuration reference."""
-
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        env_nested_delimiter="__",
-        extra="forbid",
-        frozen=True,
-        validate_default=True,
-    )
-
-    index_dir: Path = Field(Path(".docfinder/index"), description="Where index versions are kept.")
-    index_memory_map: bool = Field(
+    dir: Path = Field(Path(".docfinder/index"), description="Where index versions are kept.")
+    memory_map: bool = Field(
         True,
         description=(
             "Serve the index from its files, not a copy in memory: BM25 matrices and vector graph"
@@ -163,228 +132,62 @@ class Settings(BaseSettings):
             " cache, shared by the processes serving it, holds them)."
         ),
     )
-    collections: dict[str, CollectionSettings] = Field(
+    source_url_prefixes: dict[str, str] = Field(
         default_factory=dict,
-        description="Named collections and their source folders, for `ingest` without paths.",
+        description="Local path prefix → URL prefix for citation links (unlisted paths link as file://).",
     )
-    embedder_path: Path | None = Field(
+
+
+class EmbedderSettings(BaseModel):
+    """The embedding model and how it runs."""
+
+    model_config = SECTION
+
+    path: Path | None = Field(
         None, description="Local sentence-transformers folder; default: the packaged all-MiniLM-L6-v2."
     )
-    embedder_backend: Literal["torch", "onnx", "onnx-int8"] = Field(
+    backend: Literal["torch", "onnx", "onnx-int8"] = Field(
         "onnx-int8",
         description="How the embedder runs: the model exported once to ONNX, int8-quantised (the "
         "default: SciFact nDCG@10 as PyTorch's, several times faster on a CPU) or float, and run by "
         "ONNX Runtime; or PyTorch (sentence-transformers). An index is served only by the backend "
         "that built it.",
     )
-    embedder_cache_dir: Path | None = Field(
+    cache_dir: Path | None = Field(
         None,
         description="Where ONNX exports of the embedder are kept; default: `.embedders` in the index folder.",
     )
-    pdf_models_dir: Path | None = Field(
-        None,
-        description="docling layout/table model artifacts; when set, PDFs use docling's standard pipeline.",
-    )
-    convert_processes: int = Field(
-        1,
-        ge=0,
-        le=64,
-        description="Child processes that convert and chunk PDFs and larger files while ingest embeds, "
-        "each under the memory and time limits; 0 converts every file in the ingesting process, "
-        "without those limits.",
-    )
-    ingest_max_expanded_mb: float = Field(
-        _LIMITS.max_expanded_mb,
-        gt=0,
-        description="A file that expands to more (its size; a DOCX: its unpacked parts) is skipped unread.",
-    )
-    ingest_max_pages: int = Field(
-        _LIMITS.max_pages, ge=1, description="A document with more pages is skipped."
-    )
-    ingest_max_chars: int = Field(
-        _LIMITS.max_chars, ge=1, description="A document with more characters of text is skipped."
-    )
-    ingest_max_chunks: int = Field(
-        _LIMITS.max_chunks, ge=1, description="A document making more chunks is skipped (before embedding)."
-    )
-    ingest_convert_memory_mb: int = Field(
-        _LIMITS.convert_memory_mb,
-        ge=256,
-        description="A conversion process using more resident memory is stopped; its file skipped.",
-    )
-    ingest_convert_here_max_mb: float = Field(
-        _LIMITS.convert_here_max_mb,
-        ge=0,
-        description="Markdown, HTML, DOCX and text files this small convert in the ingesting process "
-        "(a child takes seconds to start); larger ones and every PDF in a child; 0: all in a child.",
-    )
-    ingest_convert_timeout_s: float = Field(
-        _LIMITS.convert_timeout_s,
-        gt=0,
-        description="A file whose conversion and chunking take longer is stopped and skipped.",
-    )
-    chunk_tokens: int = Field(256, ge=32, le=8192, description="Chunk size in embedder tokens.")
-    chunk_overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
-    chunker: Literal["headings", "semantic"] = Field(
-        "headings", description="headings: split at headings, then by tokens; semantic: also at topic shifts."
-    )
-    semantic_percentile: float = Field(
-        10.0,
-        gt=0,
-        lt=100,
-        description="Semantic chunker: split where adjacent-sentence similarity is this low.",
-    )
-    enrich: bool = Field(
-        False,
-        description="Contextual enrichment: the LLM situates each chunk in its document before indexing.",
-    )
-    sparse_similarity_threshold: float = Field(
-        0.85,
-        gt=0,
-        le=1,
-        description="A chunk is sparse if no other chunk is this similar (and it has unique facts).",
-    )
-    keep_versions: int = Field(
-        3, ge=1, le=100, description="Index versions kept on disk, the live one included."
-    )
-    bm25_k1: float = Field(1.5, gt=0, description="BM25 term-frequency saturation.")
-    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 length normalisation.")
-    search_k: int = Field(10, ge=1, le=1000, description="Passages returned by `docfinder search`.")
-    search_candidates: int = Field(16, ge=1, le=1000, description="Candidates per branch before fusion.")
-    max_passages: int = Field(
-        8, ge=1, le=1000, description="Cap on passages a retrieval keeps (the agent's context)."
-    )
-    min_score: float | None = Field(
-        None, description="Drop fused results scoring below this; unset keeps all."
-    )
-    fusion: Literal["auto", "reference", "rrf", "convex"] = Field(
-        "auto",
-        description="Branch fusion; auto = reference formula with a reranker, else convex (best measured).",
-    )
-    fusion_alpha: float = Field(0.7, ge=0, le=1, description="α of the reference fusion formula.")
-    convex_dense_weight: float = Field(
-        0.55, ge=0, le=1, description="Weight on the dense branch in convex fusion (tuned on SciFact train)."
-    )
-    rrf_k: int = Field(60, ge=1, description="k of reciprocal rank fusion.")
-    mmr_lambda: float = Field(
-        1.0, ge=0, le=1, description="MMR trade-off on the dense branch; 1 = plain similarity order."
-    )
-    bm25_field_weight: float = Field(
-        0.25, ge=0, description="Extra weight of title/heading matches in BM25 (tuned on SciFact train)."
-    )
+
+
+class RetrievalSettings(RetrievalConfig):
+    """The retrieval knobs (:class:`pipeline.retrieval.RetrievalConfig`) and the models and
+    glossary the service loads for it."""
+
+    k: int = Field(10, ge=1, le=1000, description="Passages returned by `docfinder search`.")
     glossary_path: Path | None = Field(
         None, description="YAML/JSON glossary (SKOS-like) for query expansion."
-    )
-    expansion_synonym_weight: float = Field(
-        0.5, ge=0, le=1, description="BM25 weight of a concept's other labels."
-    )
-    expansion_related_weight: float = Field(
-        0.25, ge=0, le=1, description="BM25 weight of broader/narrower terms."
     )
     reranker_path: Path | None = Field(
         None, description="Local cross-encoder folder (e.g. bge-reranker-base); unset = no rerank."
     )
-    context_selection: Literal["topk", "mmr", "fps", "sentences", "evidence"] = Field(
-        "evidence",
-        description="How the LLM's context is chosen under the token budget; evidence: sentences and "
-        "table rows of the documents the question needs, each document covered first.",
-    )
-    context_order: Literal["score", "document", "pingpong", "cluster"] = Field(
-        "document",
-        description="How the selected context is ordered (document: by document, then reading order).",
-    )
-    context_budget_tokens: int = Field(
-        2000, ge=64, description="Token budget of the context (T_max) for `search --context` and evaluation."
-    )
-    agent_context_tokens: int = Field(
-        1300,
-        ge=64,
-        description="Token budget (embedder tokens, passage labels included) of the evidence the answering "
-        "LLM reads; the embedded model's 4,096-token window and speed set the default.",
-    )
-    context_candidates: int = Field(
-        40, ge=1, description="Retrieved passages that context selection chooses from."
-    )
-    context_mmr_alpha: float = Field(0.7, ge=0, le=1, description="MMR relevance/diversity trade-off.")
-    context_mmr_window: int | None = Field(
-        None, ge=1, description="MMR compares with the last w selections only."
-    )
-    context_fps_weight: float = Field(0.5, ge=0, le=1, description="FPS: weight of the score against spread.")
-    context_pingpong: tuple[int, int] = Field((1, 1), description="Ping-pong placement m:n (front:back).")
-    context_top_sentences: int | None = Field(
-        None, ge=1, description="Keep only the top-n sentences (reranker)."
-    )
-    context_cluster_within: Literal["aggregation", "score"] = Field(
-        "aggregation", description="Order inside a sentence cluster."
-    )
-    evidence_documents: int = Field(
-        3, ge=1, le=50, description="Documents searched for evidence when the question names none."
-    )
-    evidence_max_documents: int = Field(
-        8, ge=1, le=100, description="Most documents searched for evidence when the question names several."
-    )
-    evidence_candidates: int = Field(
-        400, ge=1, le=10_000, description="Evidence units kept per document before selection."
-    )
-    evidence_dense_weight: float = Field(
-        0.7, ge=0, le=1, description="Weight of dense similarity against BM25 in a unit's score."
-    )
-    evidence_chunk_weight: float = Field(
-        0.5, ge=0, le=1, description="Share of a unit's score taken from its chunk's score in the document."
-    )
-    evidence_hop_weight: float = Field(
-        0.0, ge=0, le=1, description="Weight of a second, dense hop from a document's best unit (0: off)."
-    )
-    evidence_label_weight: float = Field(
-        0.3, ge=0, le=1, description="Bonus of a table row whose label the question names."
-    )
-    evidence_table_weight: float = Field(
-        0.8,
-        ge=0,
-        le=1,
-        description="In a one-document search, how far a table row's score moves up to its table's best.",
-    )
-    evidence_figure_weight: float = Field(
-        0.3, ge=0, le=1, description="Bonus of an evidence unit stating a figure (an amount, a percentage)."
-    )
-    evidence_mention_weight: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="How far a table row named by a best sentence of its document moves up to it.",
-    )
-    evidence_document_floor: float = Field(
-        0.8,
-        ge=0,
-        le=1,
-        description="When the question names no document, a retrieved document is searched for evidence only "
-        "if its best unit scores at least this share of the best document's (depth before breadth; 0: all).",
-    )
-    domains: dict[str, DomainSettings] = Field(
-        default_factory=lambda: dict(DEFAULT_DOMAINS),
-        description="Question domains (for the classifier) and their collection weights (w_coll).",
-    )
-    llm_api_base: str | None = Field(
+
+
+class LLMSettings(BaseModel):
+    """The LLM: an OpenAI-compatible server, or the embedded llama.cpp model."""
+
+    model_config = SECTION
+
+    api_base: str | None = Field(
         None,
         description="OpenAI-compatible server (vLLM, llama.cpp), e.g. http://vllm:8000/v1; unset: embedded.",
     )
-    llm_model: str = Field("qwen2.5-coder-1.5b-instruct", description="Model name the LLM server serves.")
-    llm_api_key: SecretStr = Field(SecretStr(""), description="API key of the LLM server, if it needs one.")
-    llm_max_tokens: int = Field(400, ge=16, le=8192, description="Longest LLM reply, in tokens.")
-    max_concurrent_asks: int = Field(
-        0,
-        ge=0,
-        le=1024,
-        description="Questions answered at once (the rest queue); 0: 2 on the embedded LLM, 32 on a server.",
-    )
-    llm_timeout_s: float = Field(120.0, gt=0, description="Longest wait for one LLM call before giving up.")
-    llm_context_tokens: int = Field(
-        4096, ge=1024, description="Context window of the embedded llama.cpp server."
-    )
-    llm_threads: int | None = Field(
-        None, ge=1, description="CPU threads of the embedded LLM; unset: all cores."
-    )
-    llm_prompt_cache_mb: int = Field(
+    model: str = Field("qwen2.5-coder-1.5b-instruct", description="Model name the LLM server serves.")
+    api_key: SecretStr = Field(SecretStr(""), description="API key of the LLM server, if it needs one.")
+    max_tokens: int = Field(400, ge=16, le=8192, description="Longest LLM reply, in tokens.")
+    timeout_s: float = Field(120.0, gt=0, description="Longest wait for one LLM call before giving up.")
+    context_tokens: int = Field(4096, ge=1024, description="Context window of the embedded llama.cpp server.")
+    threads: int | None = Field(None, ge=1, description="CPU threads of the embedded LLM; unset: all cores.")
+    prompt_cache_mb: int = Field(
         256,
         ge=0,
         description="Model states the embedded LLM keeps to resume prompts that start alike (each "
@@ -393,52 +196,18 @@ class Settings(BaseSettings):
     model_cache_dir: Path = Field(
         Path(".docfinder/models"), description="Where the embedded LLM's joined GGUF and server log are kept."
     )
-    agent_understand: Literal["auto", "always"] = Field(
-        "auto",
-        description="auto: the understanding LLM call (condense, classify, rephrase) only in a conversation "
-        "or when a domain weighs collections; always: on every question.",
-    )
-    agent_max_rewrites: int = Field(
-        2, ge=0, le=5, description="Query rewrites after no passages or a failed check."
-    )
-    agent_figure_check: bool = Field(
-        True,
-        description="An answer passes the grounding check only if every figure in it is stated by the "
-        "passages it cites (no LLM call; a computed, rounded or invented figure fails it; one another "
-        "passage states first gets that passage's citation); false: the LLM check alone.",
-    )
-    agent_sparse_tokens: int = Field(
-        800,
-        ge=0,
-        description="LLM tokens (estimated: a digit one, 1.8 other characters one) the sparse fallback may "
-        "add to the generate prompt by appending passages (the LLM server resumes the rest from its prompt "
-        "cache); the default keeps the embedded model's 4,096-token window; passages beyond it replace the "
-        "lowest-ranked ones; 0: always replace.",
-    )
-    agent_grade_threshold: float | None = Field(
-        None, description="Passages scoring below this are dropped before generation; unset keeps all."
-    )
-    program_path: Path | None = Field(
-        None,
-        description="A compiled answering program (JSON from `docfinder optimize`): its demos and "
-        "instructions replace the built-in ones; unset: the built-in program.",
-    )
+
+
+class StoresSettings(BaseModel):
+    """Where conversations and feedback are kept."""
+
+    model_config = SECTION
+
     conversations_path: Path = Field(
         Path(".docfinder/conversations.sqlite3"), description="SQLite file of conversation history."
     )
-    history_turns: int = Field(6, ge=0, le=50, description="Earlier turns given to the condense step.")
-    log_level: Literal["debug", "info", "warning", "error"] = Field(
-        "warning", description="Least severe log level written (`-v` means info)."
-    )
-    log_format: Literal["text", "json"] = Field(
-        "text", description="Log lines as text, or one JSON object each (with the request id) for collectors."
-    )
-    max_question_chars: int = Field(
-        2000, ge=10, le=20_000, description="Longest question accepted by every front door, in characters."
-    )
-    source_url_prefixes: dict[str, str] = Field(
-        default_factory=dict,
-        description="Local path prefix → URL prefix for citation links (unlisted paths link as file://).",
+    feedback_path: Path = Field(
+        Path(".docfinder/feedback.sqlite3"), description="SQLite file of feedback on answers."
     )
     database_url: SecretStr = Field(
         SecretStr(""),
@@ -447,13 +216,17 @@ class Settings(BaseSettings):
     database_busy_timeout_s: float = Field(
         10.0, gt=0, le=600, description="How long a write waits for another writer's lock before 503."
     )
-    feedback_path: Path = Field(
-        Path(".docfinder/feedback.sqlite3"), description="SQLite file of feedback on answers."
-    )
     pseudonym_key: SecretStr = Field(
         SecretStr(""),
         description="Key that pseudonymises user ids in feedback; unset, one is made and kept in the store.",
     )
+
+
+class AccessSettings(BaseModel):
+    """Who may call the network doors."""
+
+    model_config = SECTION
+
     api_keys: dict[str, ApiKeySettings] = Field(
         default_factory=dict,
         description="API keys of the REST API and /mcp by name, each with the collections it may read; "
@@ -470,74 +243,97 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Host header values a reverse proxy forwards (docfinder.example.org); /mcp accepts them.",
     )
+
+
+class ServingSettings(BaseModel):
+    """How much a server takes on at once, and the longest question it accepts."""
+
+    model_config = SECTION
+
+    max_question_chars: int = Field(
+        2000, ge=10, le=20_000, description="Longest question accepted by every front door, in characters."
+    )
+    max_concurrent_asks: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="Questions answered at once (the rest queue); 0: 2 on the embedded LLM, 32 on a server.",
+    )
     max_concurrent_searches: int = Field(
         4, ge=1, le=256, description="Searches run at once (CPU-bound); the rest queue."
     )
     search_queue: int = Field(
         64, ge=0, le=100_000, description="Searches that may wait for a slot; beyond, 503 with Retry-After."
     )
-    slack_bot_token: SecretStr = Field(
-        SecretStr(""), description="Slack bot token (xoxb-…); unset: no Slack bot."
+
+
+class LogSettings(BaseModel):
+    """What is logged, and how."""
+
+    model_config = SECTION
+
+    level: Literal["debug", "info", "warning", "error"] = Field(
+        "warning", description="Least severe log level written (`-v` means info)."
     )
-    slack_signing_secret: SecretStr = Field(
-        SecretStr(""), description="Slack signing secret; every HTTP event must carry a valid signature."
+    format: Literal["text", "json"] = Field(
+        "text", description="Log lines as text, or one JSON object each (with the request id) for collectors."
     )
-    slack_app_token: SecretStr = Field(
-        SecretStr(""), description="Slack app-level token (xapp-…) for socket mode (`serve slack --socket`)."
+
+
+class Settings(BaseSettings):
+    """Every knob docfinder has, by section. Field descriptions double as the configuration reference."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
     )
-    slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL.")
-    slack_channels: list[str] = Field(
-        default_factory=list,
-        description="Channel ids where the Slack bot answers; empty: every channel it is in.",
+
+    index: IndexSettings = Field(default_factory=IndexSettings, description="The index.")
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings, description="The embedder.")
+    ingest: IngestOptions = Field(default_factory=IngestOptions, description="Ingest.")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval.")
+    context: ContextConfig = Field(default_factory=ContextConfig, description="Context selection.")
+    evidence: EvidenceConfig = Field(default_factory=EvidenceConfig, description="In-document evidence.")
+    agent: AgentSettings = Field(default_factory=AgentSettings, description="The answering agent.")
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="The LLM.")
+    stores: StoresSettings = Field(default_factory=StoresSettings, description="Conversations and feedback.")
+    access: AccessSettings = Field(default_factory=AccessSettings, description="API keys and hosts.")
+    serving: ServingSettings = Field(default_factory=ServingSettings, description="Load limits.")
+    log: LogSettings = Field(default_factory=LogSettings, description="Logs.")
+    slack: SlackSettings = Field(default_factory=SlackSettings, description="The Slack bot.")
+    teams: TeamsSettings = Field(default_factory=TeamsSettings, description="The Teams bot.")
+    collections: dict[str, CollectionSettings] = Field(
+        default_factory=dict,
+        description="Named collections and their source folders, for `ingest` without paths.",
     )
-    slack_direct_messages: bool = Field(True, description="Whether the Slack bot answers direct messages.")
-    slack_collections: list[str] = Field(
-        default_factory=list, description="Collections the Slack bot searches; empty: all."
-    )
-    slack_reactions: dict[str, ReactionSettings] = Field(
-        default_factory=lambda: dict(DEFAULT_SLACK_REACTIONS),
-        description="Slack emoji name → feedback (rating 1–5 and/or label).",
-    )
-    teams_app_id: str = Field(
-        "", description="Microsoft app id of the Teams bot; set, every request is authenticated."
-    )
-    teams_app_password: SecretStr = Field(
-        SecretStr(""), description="Microsoft app password (client secret)."
-    )
-    teams_app_type: Literal["MultiTenant", "SingleTenant", "UserAssignedMSI"] = Field(
-        "MultiTenant", description="Azure bot registration type."
-    )
-    teams_tenant_id: str = Field("", description="Tenant id, for a SingleTenant or UserAssignedMSI bot.")
-    teams_service_urls: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_TEAMS_SERVICE_URLS),
-        description="URL prefixes a Teams activity's serviceUrl must start with (the bot replies there).",
-    )
-    teams_conversations: list[str] = Field(
-        default_factory=list,
-        description="Team or conversation ids where the Teams bot answers; empty: everywhere it is added.",
-    )
-    teams_collections: list[str] = Field(
-        default_factory=list, description="Collections the Teams bot searches; empty: all."
-    )
-    teams_reactions: dict[str, ReactionSettings] = Field(
-        default_factory=lambda: dict(DEFAULT_TEAMS_REACTIONS),
-        description="Teams reaction type → feedback (rating 1–5 and/or label).",
+    domains: dict[str, DomainSettings] = Field(
+        default_factory=lambda: dict(DEFAULT_DOMAINS),
+        description="Question domains (for the classifier) and their collection weights (w_coll).",
     )
 
     def concurrent_asks(self) -> int:
         """How many questions the agent works on at once (``max_concurrent_asks``, or its default)."""
-        if self.max_concurrent_asks:
-            return self.max_concurrent_asks
-        return 2 if self.llm_api_base is None else 32
+        if self.serving.max_concurrent_asks:
+            return self.serving.max_concurrent_asks
+        return 2 if self.llm.api_base is None else 32
 
-    @model_validator(mode="after")
-    def _overlap_below_size(self) -> Settings:
-        if self.chunk_overlap_tokens >= self.chunk_tokens:
-            raise ValueError(
-                f"chunk_overlap_tokens ({self.chunk_overlap_tokens}) must be smaller than chunk_tokens "
-                f"({self.chunk_tokens})"
-            )
-        return self
+    def changed(self, changes: dict[str, Any]) -> Settings:
+        """These settings with the knobs at the dotted paths of ``changes`` (``"llm.api_base"``)
+        replaced, as :meth:`model_copy` replaces fields: unvalidated, for values built in code."""
+        result: BaseModel = self
+        for path, value in changes.items():
+            result = _replaced(result, path.split("."), value)
+        return result  # type: ignore[return-value]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_names(cls, values: Any) -> Any:
+        """Keys of the flat layout (``llm_api_base``), from overrides or the TOML file, moved to
+        their section with a deprecation warning."""
+        return nest_flat_names(values, lambda name: name) if isinstance(values, dict) else values
 
     @classmethod
     def settings_customise_sources(
@@ -549,7 +345,177 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The file comes from the class's configuration (see load_settings), not from a global.
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+        return (
+            init_settings,
+            env_settings,
+            FlatEnvironment(settings_cls),
+            TomlConfigSettingsSource(settings_cls),
+        )
+
+
+# The flat names of the release before the sections, and where each knob lives now. They keep
+# working for one release, with a warning; then this table goes.
+FLAT_NAMES = {
+    "index_dir": "index.dir",
+    "index_memory_map": "index.memory_map",
+    "source_url_prefixes": "index.source_url_prefixes",
+    "embedder_path": "embedder.path",
+    "embedder_backend": "embedder.backend",
+    "embedder_cache_dir": "embedder.cache_dir",
+    "pdf_models_dir": "ingest.pdf_models_dir",
+    "convert_processes": "ingest.convert_processes",
+    "ingest_max_expanded_mb": "ingest.limits.max_expanded_mb",
+    "ingest_max_pages": "ingest.limits.max_pages",
+    "ingest_max_chars": "ingest.limits.max_chars",
+    "ingest_max_chunks": "ingest.limits.max_chunks",
+    "ingest_convert_memory_mb": "ingest.limits.convert_memory_mb",
+    "ingest_convert_here_max_mb": "ingest.limits.convert_here_max_mb",
+    "ingest_convert_timeout_s": "ingest.limits.convert_timeout_s",
+    "chunk_tokens": "ingest.chunking.max_tokens",
+    "chunk_overlap_tokens": "ingest.chunking.overlap_tokens",
+    "chunker": "ingest.chunking.method",
+    "semantic_percentile": "ingest.chunking.semantic_percentile",
+    "enrich": "ingest.chunking.contextual",
+    "sparse_similarity_threshold": "ingest.sparse_threshold",
+    "keep_versions": "ingest.keep_versions",
+    "bm25_k1": "ingest.bm25.k1",
+    "bm25_b": "ingest.bm25.b",
+    "search_k": "retrieval.k",
+    "search_candidates": "retrieval.candidates",
+    "max_passages": "retrieval.max_passages",
+    "min_score": "retrieval.min_score",
+    "fusion": "retrieval.fusion",
+    "fusion_alpha": "retrieval.alpha",
+    "convex_dense_weight": "retrieval.dense_weight",
+    "rrf_k": "retrieval.rrf_k",
+    "mmr_lambda": "retrieval.mmr_lambda",
+    "bm25_field_weight": "retrieval.field_weight",
+    "glossary_path": "retrieval.glossary_path",
+    "expansion_synonym_weight": "retrieval.synonym_weight",
+    "expansion_related_weight": "retrieval.related_weight",
+    "reranker_path": "retrieval.reranker_path",
+    "context_selection": "context.selection",
+    "context_order": "context.order",
+    "context_budget_tokens": "context.budget_tokens",
+    "context_candidates": "context.candidates",
+    "context_mmr_alpha": "context.mmr_alpha",
+    "context_mmr_window": "context.mmr_window",
+    "context_fps_weight": "context.fps_weight",
+    "context_pingpong": "context.pingpong",
+    "context_top_sentences": "context.top_sentences",
+    "context_cluster_within": "context.cluster_within",
+    "evidence_documents": "evidence.documents",
+    "evidence_max_documents": "evidence.max_documents",
+    "evidence_candidates": "evidence.candidates_per_document",
+    "evidence_dense_weight": "evidence.dense_weight",
+    "evidence_chunk_weight": "evidence.chunk_weight",
+    "evidence_hop_weight": "evidence.hop_weight",
+    "evidence_label_weight": "evidence.label_weight",
+    "evidence_table_weight": "evidence.table_weight",
+    "evidence_figure_weight": "evidence.figure_weight",
+    "evidence_mention_weight": "evidence.mention_weight",
+    "evidence_document_floor": "evidence.document_floor",
+    "llm_api_base": "llm.api_base",
+    "llm_model": "llm.model",
+    "llm_api_key": "llm.api_key",
+    "llm_max_tokens": "llm.max_tokens",
+    "llm_timeout_s": "llm.timeout_s",
+    "llm_context_tokens": "llm.context_tokens",
+    "llm_threads": "llm.threads",
+    "llm_prompt_cache_mb": "llm.prompt_cache_mb",
+    "model_cache_dir": "llm.model_cache_dir",
+    "agent_understand": "agent.understand",
+    "agent_max_rewrites": "agent.max_rewrites",
+    "agent_figure_check": "agent.figure_check",
+    "agent_sparse_tokens": "agent.sparse_tokens",
+    "agent_grade_threshold": "agent.grade_threshold",
+    "agent_context_tokens": "agent.context_tokens",
+    "program_path": "agent.program_path",
+    "history_turns": "agent.history_turns",
+    "conversations_path": "stores.conversations_path",
+    "feedback_path": "stores.feedback_path",
+    "database_url": "stores.database_url",
+    "database_busy_timeout_s": "stores.database_busy_timeout_s",
+    "pseudonym_key": "stores.pseudonym_key",
+    "api_keys": "access.api_keys",
+    "api_keys_path": "access.api_keys_path",
+    "api_keys_file": "access.api_keys_file",
+    "public_hosts": "access.public_hosts",
+    "max_question_chars": "serving.max_question_chars",
+    "max_concurrent_asks": "serving.max_concurrent_asks",
+    "max_concurrent_searches": "serving.max_concurrent_searches",
+    "search_queue": "serving.search_queue",
+    "log_level": "log.level",
+    "log_format": "log.format",
+    "slack_bot_token": "slack.bot_token",
+    "slack_signing_secret": "slack.signing_secret",
+    "slack_app_token": "slack.app_token",
+    "slack_api_url": "slack.api_url",
+    "slack_channels": "slack.channels",
+    "slack_direct_messages": "slack.direct_messages",
+    "slack_collections": "slack.collections",
+    "slack_reactions": "slack.reactions",
+    "teams_app_id": "teams.app_id",
+    "teams_app_password": "teams.app_password",
+    "teams_app_type": "teams.app_type",
+    "teams_tenant_id": "teams.tenant_id",
+    "teams_service_urls": "teams.service_urls",
+    "teams_conversations": "teams.conversations",
+    "teams_collections": "teams.collections",
+    "teams_reactions": "teams.reactions",
+}
+
+
+def _replaced(model: BaseModel, path: list[str], value: Any) -> BaseModel:
+    name, *rest = path
+    if name not in type(model).model_fields:
+        raise ConfigurationError(f"no setting {name!r} in {type(model).__name__}")
+    inner = _replaced(getattr(model, name), rest, value) if rest else value
+    return model.model_copy(update={name: inner})
+
+
+def env_name(path: str) -> str:
+    """The environment variable of a setting: ``llm.api_base`` → ``DOCFINDER_LLM__API_BASE``."""
+    return ENV_PREFIX + path.upper().replace(".", "__")
+
+
+def nest_flat_names(values: dict[str, Any], shown: Any) -> dict[str, Any]:
+    """``values`` with each flat name moved to its section (a deprecation warning each; ``shown``
+    turns the flat name into what the user wrote, a key or a variable). A section's own value
+    wins over a flat name for the same knob."""
+    nested = dict(values)
+    for flat, path in FLAT_NAMES.items():
+        if flat not in nested:
+            continue
+        value = nested.pop(flat)
+        warnings.warn(
+            f"{shown(flat)} is deprecated: use {path} ({env_name(path)}); flat names go in the next release",
+            FutureWarning,
+            stacklevel=2,
+        )
+        *sections, field = path.split(".")
+        target = nested
+        for section in sections:
+            current = target.get(section)
+            target[section] = dict(current) if isinstance(current, dict) else {}
+            target = target[section]
+        target.setdefault(field, value)
+    return nested
+
+
+class FlatEnvironment(PydanticBaseSettingsSource):
+    """The flat environment variables of the release before (``DOCFINDER_LLM_API_BASE``)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the variables itself
+
+    def __call__(self) -> dict[str, Any]:
+        found = {
+            flat: os.environ[ENV_PREFIX + flat.upper()]
+            for flat in FLAT_NAMES
+            if ENV_PREFIX + flat.upper() in os.environ
+        }
+        return nest_flat_names(found, lambda flat: ENV_PREFIX + flat.upper()) if found else {}
 
 
 def _config_file() -> Path | None:
@@ -561,14 +527,25 @@ def _config_file() -> Path | None:
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Build the settings, or raise :class:`ConfigurationError` naming each invalid field.
 
-    Precedence: ``overrides`` (CLI flags), then ``DOCFINDER_*`` variables, then the TOML file
-    (``config_file``, else ``$DOCFINDER_CONFIG``, else ``./docfinder.toml`` when present).
+    ``overrides`` (CLI flags, tests) name a knob as its environment variable does, without the
+    prefix: ``llm__api_base=url`` sets ``llm.api_base``; None values are left out. Precedence:
+    ``overrides``, then ``DOCFINDER_*`` variables, then the TOML file (``config_file``, else
+    ``$DOCFINDER_CONFIG``, else ``./docfinder.toml`` when present).
     """
     path = config_file or _config_file()
     if path is not None and not path.is_file():
         raise ConfigurationError(f"config file {path} does not exist")
+    nested: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        *sections, name = key.split("__")
+        target = nested
+        for section in sections:
+            target = target.setdefault(section, {})
+        target[name] = value
     try:
-        return _reading(path)(**{k: v for k, v in overrides.items() if v is not None})
+        return _reading(path)(**nested)
     except ValidationError as exc:
         raise ConfigurationError(_describe(exc)) from exc
 
@@ -589,18 +566,30 @@ def _describe(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         field = ".".join(str(p) for p in error["loc"]) or "settings"
-        env = ENV_PREFIX + field.upper().replace(".", "__")
-        problems.append(f"{field} ({env}): {error['msg']}")
+        problems.append(f"{field} ({env_name(field)}): {error['msg']}")
     return "invalid settings: " + "; ".join(problems)
 
 
+def knobs(model: type[BaseModel] = Settings, prefix: str = "") -> dict[str, Any]:
+    """Every knob as ``section.name`` → its pydantic field, in declaration order; the
+    collections, domains, API keys and reactions are knobs themselves (maps of small models)."""
+    found: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found.update(knobs(annotation, f"{prefix}{name}."))
+        else:
+            found[f"{prefix}{name}"] = field
+    return found
+
+
 def reference_table() -> str:
-    """The Markdown table of every setting, its default and meaning (docs/configuration.md)."""
+    """The Markdown table of every setting, its variable, its default and meaning (docs/configuration.md)."""
     rows = ["| setting | default | meaning |", "| --- | --- | --- |"]
-    for name, field in Settings.model_fields.items():
+    for path, field in knobs().items():
         default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
-        if name in {"domains", "slack_reactions", "teams_reactions"}:
+        if isinstance(default, dict) and default and isinstance(next(iter(default.values())), BaseModel):
             default = ", ".join(default)
         shown = "none" if default is None else default
-        rows.append(f"| `{name}` | `{shown}` | {field.description} |")
+        rows.append(f"| `{path}` | `{shown}` | {field.description} |")
     return "\n".join(rows)

@@ -41,10 +41,10 @@ class BotServer:
         from server.settings import load_settings
 
         settings = load_settings(
-            index_dir=self.tmp_path / "index",
-            conversations_path=self.tmp_path / "conversations.sqlite3",
-            feedback_path=self.tmp_path / "feedback.sqlite3",
-            llm_api_base=self.llm_url,
+            index__dir=self.tmp_path / "index",
+            stores__conversations_path=self.tmp_path / "conversations.sqlite3",
+            stores__feedback_path=self.tmp_path / "feedback.sqlite3",
+            llm__api_base=self.llm_url,
             **overrides,
         )
         service = await self._stack.enter_async_context(open_service(settings, embedder=self.embedder))

@@ -36,7 +36,7 @@ def embedder(embedder_exports):
     from server.models.factories import make_embedder
     from server.settings import load_settings
 
-    return make_embedder(load_settings(embedder_cache_dir=embedder_exports))
+    return make_embedder(load_settings(embedder__cache_dir=embedder_exports))
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +54,7 @@ def _isolated_settings(monkeypatch, tmp_path, embedder_exports):
     for name in list(os.environ):
         if name.startswith("DOCFINDER_"):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("DOCFINDER_EMBEDDER_CACHE_DIR", str(embedder_exports))
+    monkeypatch.setenv("DOCFINDER_EMBEDDER__CACHE_DIR", str(embedder_exports))
     monkeypatch.chdir(tmp_path)
 
 

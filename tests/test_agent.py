@@ -12,7 +12,8 @@ from pipeline.context import Retrieved, whole_passages
 from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit
 from pipeline.wording import STEP_TEXT, status_text
-from programs.agent import LLM_UNAVAILABLE, NO_DOCUMENTS, UNVERIFIED, AgentLimits, AnswerAgent
+from programs.agent import LLM_UNAVAILABLE, NO_DOCUMENTS, UNVERIFIED, AnswerAgent
+from programs.agent_settings import AgentSettings
 from programs.signatures import Supported
 
 DOMAINS = {"alma": "the ALMA telescope", "general": "anything else"}
@@ -153,7 +154,7 @@ def test_history_is_condensed_first():
 
 
 def test_no_passages_rewrites_then_answers_no_documents_without_generating():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=2))
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=2))
     model = lm(
         understood("cryostat", domain="general"),
         {"rewritten": "cryostat warm-up schedule"},
@@ -168,7 +169,7 @@ def test_no_passages_rewrites_then_answers_no_documents_without_generating():
 
 
 def test_low_scores_are_graded_away():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0, grade_threshold=0.95))
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=0, grade_threshold=0.95))
     result, _ = run(
         agent,
         lm(understood("x")),
@@ -229,7 +230,7 @@ def test_the_grounding_check_continues_the_generate_conversation_and_names_the_c
 
 
 def test_a_sentence_whose_figure_its_cited_passage_does_not_state_is_dropped_without_an_llm_check():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0))
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=0))
     model = lm(
         understood("cryostat"),
         {"answer": "Every 18 months [1].", "sources": [1]},  # the passage says every six months
@@ -247,7 +248,7 @@ def test_a_sentence_whose_figure_its_cited_passage_does_not_state_is_dropped_wit
 
 
 def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_passes_in_three_calls():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0))
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=0))
     hits = [*HITS, SearchHit(chunk(2, "The cold head is replaced every 18 months."), 0.8)]
     model = lm(
         understood("cold head"),
@@ -268,7 +269,7 @@ def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_passes_in_
 
 
 def test_without_the_figure_check_the_llm_alone_judges_an_unstated_figure():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=0, figure_check=False))
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=0, figure_check=False))
     model = lm(
         understood("cryostat"),
         {"answer": "Every 18 months [1].", "sources": [1]},
@@ -294,7 +295,7 @@ def test_a_continued_call_never_falls_back_to_an_adapter_that_drops_the_earlier_
 
 
 def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an_llm_check():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1))
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1))
     model = lm(
         understood("cryostat"),
         {"answer": "Yes, the cryostat is warmed up [1].", "sources": [1]},  # nothing the question did not say
@@ -314,7 +315,7 @@ def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an
 
 
 def test_the_same_passages_are_not_generated_from_twice():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=1), understand_first_turn=False)
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1), understand_first_turn=False)
     model = lm(
         {"answer": "Every six months [1].", "sources": [1]},
         {"supported": "no"},
@@ -333,7 +334,7 @@ def test_the_same_passages_are_not_generated_from_twice():
 def test_a_retry_that_would_take_more_than_five_llm_calls_is_not_started():
     """understand, generate and a failed check are three calls; a rewrite and a second draft
     would make six: the best evidence is quoted instead."""
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_rewrites=2))
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=2))
     model = lm(
         understood("cryostat"),
         {"answer": "Every six months [1].", "sources": [1]},
@@ -367,7 +368,7 @@ def sparse_retry(agent, sparse_hits):
 
 
 def test_sparse_passages_are_appended_so_the_new_prompt_starts_with_the_last():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4))
+    agent = AnswerAgent(DOMAINS, max_passages=4)
     result, (first, second) = sparse_retry(agent, SPARSE)
     assert result.outcome == "answered" and result.answer.startswith(
         "The cold head was replaced in 2019 [5]."
@@ -380,7 +381,7 @@ def test_sparse_passages_are_appended_so_the_new_prompt_starts_with_the_last():
 
 
 def test_sparse_passages_too_long_for_the_window_replace_the_lowest_ranked():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(max_passages=4, sparse_tokens=30))
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(sparse_tokens=30), max_passages=4)
     long_sparse = [SearchHit(chunk(7, "The cold head was replaced in 2019. " * 3), 0.6)]
     result, (first, second) = sparse_retry(agent, long_sparse)
     assert [e for e in result.trace if e["step"] == "generate"][1]["passages"] == 4
@@ -431,7 +432,7 @@ class SlowLM(dspy.BaseLM):
 
 
 def test_llm_timeout_gives_a_sources_only_answer():
-    agent = AnswerAgent(DOMAINS, limits=AgentLimits(llm_timeout_s=0.05))
+    agent = AnswerAgent(DOMAINS, llm_timeout_s=0.05)
     retriever = ScriptedRetriever(HITS)
     result, events = run(agent, SlowLM(), retriever)
     assert result.outcome == "llm_unavailable" and result.answer == LLM_UNAVAILABLE

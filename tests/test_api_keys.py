@@ -76,7 +76,7 @@ async def test_an_expired_key_is_refused_whether_made_by_the_cli_or_configured(s
     lasting = create_key(capsys, "--client", "intern", "--days", "30")
     configured = "c" * 40
     client, _ = await server(
-        api_keys={"legacy": {"key": configured, "expires": "2021-06-30"}, "alpha": {"key": ALPHA}}
+        access__api_keys={"legacy": {"key": configured, "expires": "2021-06-30"}, "alpha": {"key": ALPHA}}
     )
     for key in (old, configured):
         response = await client.post("/v1/search", json={"query": "x"}, headers=bearer(key))

@@ -37,7 +37,9 @@ FOLLOW_UP = [
 @pytest.fixture
 def settings(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-    return load_settings(index_dir=tmp_path / "index", conversations_path=tmp_path / "conversations.sqlite3")
+    return load_settings(
+        index__dir=tmp_path / "index", stores__conversations_path=tmp_path / "conversations.sqlite3"
+    )
 
 
 def test_ask_answers_with_citations_and_remembers_the_conversation(settings, embedder):
@@ -83,7 +85,7 @@ def test_an_unreachable_llm_server_gives_a_clear_message_and_the_sources(setting
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    down = settings.model_copy(update={"llm_api_base": f"http://127.0.0.1:{port}/v1", "llm_timeout_s": 5.0})
+    down = settings.changed({"llm.api_base": f"http://127.0.0.1:{port}/v1", "llm.timeout_s": 5.0})
 
     async def scenario():
         async with open_service(down, embedder=embedder) as service:

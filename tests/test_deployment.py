@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from server.settings import Settings
+from server.settings import env_name, knobs
 
 DOCKER = Path(__file__).resolve().parent.parent / "docker"
 REPO = DOCKER.parent
@@ -53,7 +53,7 @@ def test_the_api_does_not_start_without_an_api_key():
 
 
 def test_the_api_is_keyed(model):
-    keys = json.loads(model["services"]["api"]["environment"]["DOCFINDER_API_KEYS"])
+    keys = json.loads(model["services"]["api"]["environment"]["DOCFINDER_ACCESS__API_KEYS"])
     assert keys == {"default": {"key": "0" * 64}}
 
 
@@ -87,10 +87,10 @@ def test_servers_read_the_index_and_only_the_ingest_job_writes_it(model):
         [index] = [v for v in services[name]["volumes"] if v["target"] == "/data/index"]
         assert index["read_only"], name
         env = services[name]["environment"]
-        assert env["DOCFINDER_LLM_API_BASE"] == "http://vllm:8000/v1"
+        assert env["DOCFINDER_LLM__API_BASE"] == "http://vllm:8000/v1"
         assert (
-            env["DOCFINDER_DATABASE_URL"].startswith("postgresql://docfinder:")
-            and "@postgres:5432/" in env["DOCFINDER_DATABASE_URL"]
+            env["DOCFINDER_STORES__DATABASE_URL"].startswith("postgresql://docfinder:")
+            and "@postgres:5432/" in env["DOCFINDER_STORES__DATABASE_URL"]
         )
         assert services[name]["depends_on"]["vllm"]["condition"] == "service_healthy"
     [index] = [v for v in services["ingest"]["volumes"] if v["target"] == "/data/index"]
@@ -119,5 +119,5 @@ def test_the_dockerfile_builds_the_make_install_environment_as_a_non_root_user()
 def test_env_example_sets_only_real_settings():
     names = re.findall(r"^(DOCFINDER_\w+)=", (DOCKER / ".env.example").read_text(), re.M)
     assert names
-    known = {f"DOCFINDER_{field.upper()}" for field in Settings.model_fields}
+    known = {env_name(path) for path in knobs()}
     assert set(names) <= known, set(names) - known

@@ -95,7 +95,7 @@ def doctor(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_doctor_reports_a_healthy_setup_as_json(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     with FakeLLMServer() as llm:
-        done = doctor("--json", "--index", str(tmp_path / "index"), env={"DOCFINDER_LLM_API_BASE": llm.url})
+        done = doctor("--json", "--index", str(tmp_path / "index"), env={"DOCFINDER_LLM__API_BASE": llm.url})
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     checks = {c["name"]: c for c in report["checks"]}
@@ -113,7 +113,7 @@ def test_doctor_reports_a_healthy_setup_as_json(tmp_path, embedder):
 
 def test_doctor_says_what_to_do_when_there_is_no_index_and_no_llm_server(tmp_path):
     done = doctor(
-        "--index", str(tmp_path / "nowhere"), env={"DOCFINDER_LLM_API_BASE": "http://127.0.0.1:9/v1"}
+        "--index", str(tmp_path / "nowhere"), env={"DOCFINDER_LLM__API_BASE": "http://127.0.0.1:9/v1"}
     )
     assert done.returncode == 1
     out = " ".join(done.stdout.split())
@@ -137,7 +137,7 @@ def unloadable_model(cache: Path) -> Path:
 )
 def test_doctor_and_ask_exit_non_zero_with_the_cause_when_the_embedded_model_cannot_run(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-    env = {"DOCFINDER_MODEL_CACHE_DIR": str(unloadable_model(tmp_path / "models"))}
+    env = {"DOCFINDER_LLM__MODEL_CACHE_DIR": str(unloadable_model(tmp_path / "models"))}
 
     checked = doctor("--index", str(tmp_path / "index"), env=env)
     assert checked.returncode == 1

@@ -12,14 +12,14 @@ from index_build.builder import ingest
 from index_build.snapshot import open_live
 from pipeline.errors import ConfigurationError
 from pipeline.retrieval import SearchRequest, retrieve
-from server.core.ingest import ingest_options, run_enriched_ingest
+from server.core.ingest import run_enriched_ingest
 from server.settings import load_settings
 from tests.samples import MARKDOWN, write_sample_corpus
 
 
 def test_enriched_chunks_are_searchable_by_their_context_and_never_situated_twice(tmp_path, embedder):
     corpus = write_sample_corpus(tmp_path / "handbook")
-    settings = load_settings(index_dir=tmp_path / "index")
+    settings = load_settings(index__dir=tmp_path / "index")
     first_lm = DummyLM(
         [{"context": "From the zeppelin operations handbook."}] * 50, adapter=dspy.JSONAdapter()
     )
@@ -42,9 +42,9 @@ def test_enriched_chunks_are_searchable_by_their_context_and_never_situated_twic
 
 
 def test_contextual_chunks_without_an_llm_are_refused_before_any_work(tmp_path, embedder):
-    settings = load_settings(index_dir=tmp_path / "index", enrich=True)
+    settings = load_settings(index__dir=tmp_path / "index", ingest__chunking__contextual=True)
     with pytest.raises(ConfigurationError, match="--enrich"):
-        ingest(tmp_path / "index", [tmp_path], embedder=embedder, options=ingest_options(settings))
+        ingest(tmp_path / "index", [tmp_path], embedder=embedder, options=settings.ingest)
     assert not (tmp_path / "index" / "versions").exists()
 
 

@@ -181,7 +181,7 @@ def test_eval_answers_scores_every_question_writes_rows_a_report_and_simulated_f
     rows_path = tmp_path / "rows.jsonl"
     seen = []
     with FakeLLMServer() as server:
-        settings = load_settings(llm_api_base=server.url, llm_model="fake")
+        settings = load_settings(llm__api_base=server.url, llm__model="fake")
         summary = evaluate_answers(
             dataset,
             settings,
@@ -226,7 +226,7 @@ def test_eval_answers_rejudges_the_rows_of_an_earlier_run(tmp_path):
     dataset = small_dataset(tmp_path / "handbook-qa")
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     with FakeLLMServer() as server:
-        settings = load_settings(llm_api_base=server.url, llm_model="fake")
+        settings = load_settings(llm__api_base=server.url, llm__model="fake")
         answered = evaluate_answers(
             dataset, settings, questions_file="questions.csv", rows_path=first, cache_dir=tmp_path / "c"
         )

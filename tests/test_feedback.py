@@ -74,12 +74,12 @@ def test_the_summary_puts_the_worst_rated_questions_first(tmp_path):
 def test_report_charts_and_an_export_that_round_trips_into_eval(tmp_path, embedder, monkeypatch, capsys):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     env = {
-        "DOCFINDER_INDEX_DIR": str(tmp_path / "index"),
-        "DOCFINDER_CONVERSATIONS_PATH": str(tmp_path / "c.sqlite3"),
-        "DOCFINDER_FEEDBACK_PATH": str(tmp_path / "f.sqlite3"),
+        "DOCFINDER_INDEX__DIR": str(tmp_path / "index"),
+        "DOCFINDER_STORES__CONVERSATIONS_PATH": str(tmp_path / "c.sqlite3"),
+        "DOCFINDER_STORES__FEEDBACK_PATH": str(tmp_path / "f.sqlite3"),
     }
     with FakeLLMServer() as llm:
-        for name, value in {**env, "DOCFINDER_LLM_API_BASE": llm.url}.items():
+        for name, value in {**env, "DOCFINDER_LLM__API_BASE": llm.url}.items():
             monkeypatch.setenv(name, value)
         asyncio.run(_seed(load_settings(), embedder))
 

@@ -41,11 +41,11 @@ def live(tmp_path_factory, embedder):
     ingest(root / "index", [write_sample_corpus(root / "handbook")], embedder=embedder)
     with FakeLLMServer() as llm:
         settings = load_settings(
-            index_dir=root / "index",
-            conversations_path=root / "conversations.sqlite3",
-            feedback_path=root / "feedback.sqlite3",
-            llm_api_base=llm.url,
-            api_keys={"fuzz": {"key": KEY, "scopes": ["admin"]}},
+            index__dir=root / "index",
+            stores__conversations_path=root / "conversations.sqlite3",
+            stores__feedback_path=root / "feedback.sqlite3",
+            llm__api_base=llm.url,
+            access__api_keys={"fuzz": {"key": KEY, "scopes": ["admin"]}},
         )
         with LiveServer(settings, embedder) as server:
             yield server

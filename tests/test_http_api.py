@@ -27,7 +27,7 @@ SCRIPT = [  # a first question: no understanding call (no domain weighs collecti
 @pytest.fixture
 async def client(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
-    settings = load_settings(index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3")
+    settings = load_settings(index__dir=tmp_path / "index", stores__conversations_path=tmp_path / "c.sqlite3")
     model = DummyLM(SCRIPT * 3, adapter=dspy.JSONAdapter())
     async with (
         open_service(settings, embedder=embedder, lm=model) as service,
@@ -67,7 +67,9 @@ async def stream_one_question(tmp_path, embedder, llm: FakeLLMServer) -> list[tu
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     with llm:
         settings = load_settings(
-            index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3", llm_api_base=llm.url
+            index__dir=tmp_path / "index",
+            stores__conversations_path=tmp_path / "c.sqlite3",
+            llm__api_base=llm.url,
         )
         async with (
             open_service(settings, embedder=embedder) as service,

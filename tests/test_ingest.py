@@ -144,7 +144,7 @@ def test_a_reader_keeps_its_version_while_new_ones_go_live_and_old_ones_are_prun
     index = tmp_path / "index"
     options = IngestOptions(keep_versions=1)
     ingest(index, [sample_corpus], embedder=embedder, options=options)
-    settings = load_settings(index_dir=index)
+    settings = load_settings(index__dir=index)
 
     async def scenario():
         async with open_service(settings, embedder=embedder) as service:

@@ -49,13 +49,13 @@ def test_each_limit_skips_only_the_document_over_it_and_names_its_flag(tmp_path,
         assert code == (3 if report["failures"] else 0)
         return {Path(f["path"]).name: f["reason"] for f in report["failures"]}
 
-    over = "over the limit of 0.05 MB (--max-expanded-mb, setting ingest_max_expanded_mb)"
+    over = "over the limit of 0.05 MB (--max-expanded-mb, setting ingest.limits.max_expanded_mb)"
     assert skipped("--max-expanded-mb", "0.05") == {"attachment.docx": f"expands to 0.1 MB, {over}"}
     chars = skipped("--max-chars", "5000")
     assert set(chars) == {"attachment.docx", "long.txt"}
     in_docx = len(BOMB_SENTENCE) * 1_000
     assert chars["attachment.docx"].startswith(f"has {in_docx:,} characters of text, over the limit of 5,000")
-    assert all(r.endswith("(--max-chars, setting ingest_max_chars)") for r in chars.values())
+    assert all(r.endswith("(--max-chars, setting ingest.limits.max_chars)") for r in chars.values())
     chunks = skipped("--max-chunks", "3")
     assert set(chunks) == {"attachment.docx", "long.txt"}
     assert all("chunks, over the limit of 3 (--max-chunks" in reason for reason in chunks.values())
@@ -82,7 +82,7 @@ def test_a_pdf_over_the_page_limit_is_skipped_and_shorter_documents_kept(tmp_pat
     limits = IngestLimits(max_pages=2)
     report = ingest(tmp_path / "index", [docs], embedder=embedder, options=IngestOptions(limits=limits))
     assert {Path(f.path).name: f.reason for f in report.failures} == {
-        "manual.pdf": "has 3 pages, over the limit of 2 (--max-pages, setting ingest_max_pages)"
+        "manual.pdf": "has 3 pages, over the limit of 2 (--max-pages, setting ingest.limits.max_pages)"
     }
     assert report.documents == 2
 

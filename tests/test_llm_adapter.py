@@ -16,7 +16,7 @@ def test_the_embedded_llama_cpp_server_gets_json_object_with_a_schema():
 
 def test_an_openai_compatible_server_gets_a_standard_json_schema():
     kwargs: dict = {}
-    adapter = make_adapter(load_settings(llm_api_base="http://vllm:8000/v1"))
+    adapter = make_adapter(load_settings(llm__api_base="http://vllm:8000/v1"))
     adapter._prepare_response_format(None, kwargs, Understand)
     assert kwargs["response_format"]["type"] == "json_schema"
     assert kwargs["response_format"]["json_schema"]["name"] == "Understand"

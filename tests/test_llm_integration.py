@@ -29,17 +29,17 @@ def handbook_settings(tmp_path, embedder, **overrides):
     """The sample handbook indexed, and the embedded model's settings (one model file for all tests)."""
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     return load_settings(
-        index_dir=tmp_path / "index",
-        conversations_path=tmp_path / "c.sqlite3",
-        model_cache_dir=tmp_path.parent / "docfinder-models",
-        agent_max_rewrites=0,
+        index__dir=tmp_path / "index",
+        stores__conversations_path=tmp_path / "c.sqlite3",
+        llm__model_cache_dir=tmp_path.parent / "docfinder-models",
+        agent__max_rewrites=0,
         **overrides,
     )
 
 
 def test_the_agent_runs_end_to_end_on_the_embedded_model(tmp_path, embedder):
     # agent_understand always: every structured output of the real model is exercised.
-    settings = handbook_settings(tmp_path, embedder, agent_understand="always")
+    settings = handbook_settings(tmp_path, embedder, agent__understand="always")
 
     tokens = []
 

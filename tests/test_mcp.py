@@ -42,12 +42,12 @@ def config(tmp_path, embedder, llm) -> dict[str, str]:
     """The settings as DOCFINDER_* variables, so a CLI or a subprocess sees the same ones."""
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     return {
-        "DOCFINDER_INDEX_DIR": str(tmp_path / "index"),
-        "DOCFINDER_CONVERSATIONS_PATH": str(tmp_path / "conversations.sqlite3"),
-        "DOCFINDER_FEEDBACK_PATH": str(tmp_path / "feedback.sqlite3"),
-        "DOCFINDER_LLM_API_BASE": llm.url,
-        "DOCFINDER_API_KEYS": json.dumps({"assistant": {"key": TOKEN}}),
-        "DOCFINDER_MAX_QUESTION_CHARS": "200",
+        "DOCFINDER_INDEX__DIR": str(tmp_path / "index"),
+        "DOCFINDER_STORES__CONVERSATIONS_PATH": str(tmp_path / "conversations.sqlite3"),
+        "DOCFINDER_STORES__FEEDBACK_PATH": str(tmp_path / "feedback.sqlite3"),
+        "DOCFINDER_LLM__API_BASE": llm.url,
+        "DOCFINDER_ACCESS__API_KEYS": json.dumps({"assistant": {"key": TOKEN}}),
+        "DOCFINDER_SERVING__MAX_QUESTION_CHARS": "200",
     }
 
 

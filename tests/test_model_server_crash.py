@@ -35,7 +35,7 @@ QUESTION = "When is the deadline for submitting observing proposals?"
 def settings(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     return load_settings(
-        index_dir=tmp_path / "index", conversations_path=tmp_path / "c.sqlite3", llm_timeout_s=60.0
+        index__dir=tmp_path / "index", stores__conversations_path=tmp_path / "c.sqlite3", llm__timeout_s=60.0
     )
 
 

@@ -24,7 +24,7 @@ from tests.samples import write_sample_corpus
 async def client(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     with FakeLLMServer() as llm:
-        settings = load_settings(index_dir=tmp_path / "index", llm_api_base=llm.url)
+        settings = load_settings(index__dir=tmp_path / "index", llm__api_base=llm.url)
         async with (
             open_service(settings, embedder=embedder) as service,
             TestClient(TestServer(http_app(service, settings))) as test_client,
@@ -98,7 +98,9 @@ async def test_one_request_id_runs_through_response_trace_status_events_and_logs
 async def test_beyond_the_admission_limit_questions_queue_and_say_so(tmp_path, embedder):
     ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
     with FakeLLMServer(delay_s=0.1) as llm:
-        settings = load_settings(index_dir=tmp_path / "index", llm_api_base=llm.url, max_concurrent_asks=1)
+        settings = load_settings(
+            index__dir=tmp_path / "index", llm__api_base=llm.url, serving__max_concurrent_asks=1
+        )
         async with open_service(settings, embedder=embedder) as service:
             steps: dict[int, list[str]] = {0: [], 1: []}
 

@@ -74,26 +74,26 @@ def test_the_export_is_made_once_and_a_damaged_one_is_made_again(int8_embedder, 
 
 
 def test_the_backend_is_chosen_by_setting_and_the_export_kept_by_the_index(tmp_path, monkeypatch):
-    monkeypatch.delenv("DOCFINDER_EMBEDDER_CACHE_DIR")  # the tests' shared export folder
-    default = make_embedder(load_settings(index_dir=tmp_path / "index"))
+    monkeypatch.delenv("DOCFINDER_EMBEDDER__CACHE_DIR")  # the tests' shared export folder
+    default = make_embedder(load_settings(index__dir=tmp_path / "index"))
     assert isinstance(default, OnnxEmbedder) and default.backend == "onnx-int8"
     assert default.cache_dir == tmp_path / "index" / ".embedders"
-    floating = make_embedder(load_settings(embedder_backend="onnx"))
+    floating = make_embedder(load_settings(embedder__backend="onnx"))
     assert isinstance(floating, OnnxEmbedder) and floating.backend == "onnx"
-    assert make_embedder(load_settings(embedder_backend="torch")).backend == "torch"
+    assert make_embedder(load_settings(embedder__backend="torch")).backend == "torch"
 
 
 def test_an_index_is_served_only_by_the_backend_that_built_it(
     tmp_path, torch_embedder, int8_embedder, sample_corpus
 ):
     ingest(tmp_path / "index", [sample_corpus], embedder=torch_embedder)
-    settings = load_settings(index_dir=tmp_path / "index")
+    settings = load_settings(index__dir=tmp_path / "index")
 
     async def start() -> None:
         async with open_service(settings, embedder=int8_embedder):
             pass
 
-    with pytest.raises(ConfigurationError, match=r"onnx-int8.*DOCFINDER_EMBEDDER_BACKEND"):
+    with pytest.raises(ConfigurationError, match=r"onnx-int8.*DOCFINDER_EMBEDDER__BACKEND"):
         asyncio.run(start())
 
 
@@ -192,7 +192,7 @@ def test_a_max_pooled_model_is_refused_by_onnx_and_pools_no_span_on_pytorch(tmp_
     config = json.loads((source / "1_Pooling" / "config.json").read_text())
     config.update(pooling_mode_mean_tokens=False, pooling_mode_max_tokens=True)
     (folder / "1_Pooling" / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ConfigurationError, match="DOCFINDER_EMBEDDER_BACKEND=torch"):
+    with pytest.raises(ConfigurationError, match="DOCFINDER_EMBEDDER__BACKEND=torch"):
         OnnxEmbedder(folder, export_dir, quantized=True)
     embedder = SentenceTransformerEmbedder(folder)
     text = "The cryostat is refilled with liquid helium every Monday morning."

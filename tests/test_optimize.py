@@ -154,7 +154,7 @@ def test_optimize_compiles_saves_and_reloads_a_program_from_exported_feedback(tm
 
     async def scenario():
         with FakeLLMServer() as server:
-            settings = load_settings(index_dir=index, llm_api_base=server.url, llm_model="fake")
+            settings = load_settings(index__dir=index, llm__api_base=server.url, llm__model="fake")
             async with open_service(settings, embedder=embedder) as service:
                 await rated_feedback(service, feedback)
                 return await optimize_program(
@@ -179,7 +179,7 @@ def test_optimize_with_miprov2_proposes_instructions_and_saves_only_a_program_th
 
     async def scenario():
         with FakeLLMServer() as server:
-            settings = load_settings(index_dir=index, llm_api_base=server.url, llm_model="fake")
+            settings = load_settings(index__dir=index, llm__api_base=server.url, llm__model="fake")
             async with open_service(settings, embedder=embedder) as service:
                 await rated_feedback(service, feedback)
                 report = await optimize_program(
@@ -207,7 +207,9 @@ def test_ask_answers_with_the_compiled_program_the_setting_names(tmp_path, index
     agent.generate.demos = [demo]
     path = tmp_path / "handbook-v2.json"
     save_program(agent, path, {"optimizer": "bootstrap", "score_before": 0.4, "score_after": 0.6})
-    settings = load_settings(index_dir=index, conversations_path=tmp_path / "c.sqlite3", program_path=path)
+    settings = load_settings(
+        index__dir=index, stores__conversations_path=tmp_path / "c.sqlite3", agent__program_path=path
+    )
     model = DummyLM(FIRST, adapter=dspy.JSONAdapter())
 
     async def scenario():
@@ -231,7 +233,7 @@ def test_ask_answers_with_the_compiled_program_the_setting_names(tmp_path, index
 def test_a_program_file_that_does_not_fit_the_agent_fails_at_start(tmp_path, index, embedder):
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({"format": "docfinder-program/1", "metadata": {}, "state": {"generate": {}}}))
-    settings = load_settings(index_dir=index, program_path=wrong)
+    settings = load_settings(index__dir=index, agent__program_path=wrong)
 
     async def start():
         async with open_service(settings, embedder=embedder):
@@ -261,7 +263,7 @@ def test_the_admin_workflow_on_the_command_line(tmp_path):
     feedback, program = tmp_path / "feedback.jsonl", tmp_path / "handbook.json"
     cache, report = tmp_path / "cache", tmp_path / "report"
     with FakeLLMServer() as server:
-        env = {"DOCFINDER_LLM_API_BASE": server.url, "DOCFINDER_LLM_MODEL": "fake"}
+        env = {"DOCFINDER_LLM__API_BASE": server.url, "DOCFINDER_LLM__MODEL": "fake"}
         evaluated = docfinder(
             "eval", "answers", "--dataset", str(dataset), "--questions", "questions.csv", "--json",
             "--cache", str(cache), "--rows", str(tmp_path / "rows.jsonl"), "--report", str(report),
@@ -279,7 +281,7 @@ def test_the_admin_workflow_on_the_command_line(tmp_path):
     result = json.loads(optimized.stdout)  # stdout is the report alone: DSPy's progress went to stderr
     assert result["saved"] and result["program"]["name"] == "handbook"
     info = docfinder(
-        "index", "info", "--json", "--index", str(index), env={"DOCFINDER_PROGRAM_PATH": str(program)}
+        "index", "info", "--json", "--index", str(index), env={"DOCFINDER_AGENT__PROGRAM_PATH": str(program)}
     )
     assert info.returncode == 0, info.stderr
     assert json.loads(info.stdout)["program"]["name"] == "handbook"

@@ -80,7 +80,7 @@ def docfinder_without_eval_extra(tmp_path: Path, *args: str) -> subprocess.Compl
         text=True,
         timeout=120,
         cwd=tmp_path,
-        env={**os.environ, "DOCFINDER_INDEX_DIR": str(tmp_path / "index")},
+        env={**os.environ, "DOCFINDER_INDEX__DIR": str(tmp_path / "index")},
     )
 
 

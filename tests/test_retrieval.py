@@ -53,7 +53,7 @@ def test_hybrid_trace_names_every_stage_and_says_when_no_reranker_runs(index_dir
 
 def test_convex_fusion_gives_single_branch_candidates_their_true_other_score(index_dir, embedder):
     snapshot = open_live(index_dir)
-    config = RetrievalConfig(candidates=2, cap=10)
+    config = RetrievalConfig(candidates=2, max_passages=10)
     result = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline", k=10), config)
     completed = result.trace[3]
     assert completed["added_dense"] + completed["added_bm25"] > 0
@@ -67,7 +67,9 @@ def test_convex_fusion_gives_single_branch_candidates_their_true_other_score(ind
 
 def test_cap_and_minimum_score(index_dir, embedder):
     snapshot = open_live(index_dir)
-    capped = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(cap=2))
+    capped = retrieve(
+        snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(max_passages=2)
+    )
     assert len(capped.hits) == 2
     strict = retrieve(
         snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(min_score=0.6)
@@ -163,7 +165,7 @@ def test_reranker_scores_drive_the_reference_fusion(index_dir, embedder, tiny_re
 
 
 def test_service_uses_the_configured_reranker_with_the_reference_formula(index_dir, tiny_reranker):
-    settings = load_settings(index_dir=index_dir, reranker_path=tiny_reranker.model_dir)
+    settings = load_settings(index__dir=index_dir, retrieval__reranker_path=tiny_reranker.model_dir)
 
     async def run():
         async with open_service(settings) as service:
@@ -176,7 +178,7 @@ def test_service_uses_the_configured_reranker_with_the_reference_formula(index_d
 
 def test_service_rejects_unknown_domains_modes_and_reranker_folders(index_dir, tmp_path):
     domains = {"alma": {"description": "the telescope", "collections": {"handbook": 2.0}}}
-    settings = load_settings(index_dir=index_dir, domains=domains)
+    settings = load_settings(index__dir=index_dir, domains=domains)
 
     async def run():
         async with open_service(settings) as service:
@@ -189,4 +191,4 @@ def test_service_rejects_unknown_domains_modes_and_reranker_folders(index_dir, t
 
     asyncio.run(run())
     with pytest.raises(ConfigurationError, match=r"has no config\.json"):
-        DocfinderService(load_settings(index_dir=index_dir, reranker_path=tmp_path))
+        DocfinderService(load_settings(index__dir=index_dir, retrieval__reranker_path=tmp_path))

@@ -66,11 +66,11 @@ def index(tmp_path, embedder) -> Path:
 def settings(tmp_path, index, llm):
     def make(**overrides):
         values = {
-            "index_dir": index,
-            "conversations_path": tmp_path / "conversations.sqlite3",
-            "feedback_path": tmp_path / "feedback.sqlite3",
-            "llm_api_base": llm.url,
-            "api_keys": {"alpha": {"key": ALPHA}, "beta": {"key": BETA, "collections": ["handbook"]}},
+            "index__dir": index,
+            "stores__conversations_path": tmp_path / "conversations.sqlite3",
+            "stores__feedback_path": tmp_path / "feedback.sqlite3",
+            "llm__api_base": llm.url,
+            "access__api_keys": {"alpha": {"key": ALPHA}, "beta": {"key": BETA, "collections": ["handbook"]}},
         }
         return load_settings(**{**values, **overrides})
 
@@ -254,7 +254,7 @@ async def test_a_key_scoped_to_a_missing_collection_learns_no_other_collection_n
         "ghost": {"key": GHOST, "collections": ["other"]},
         "mixed": {"key": MIXED, "collections": ["handbook", "other"]},
     }
-    client, _ = await server(api_keys=keys)
+    client, _ = await server(access__api_keys=keys)
     for route, body in (
         ("/v1/search", {"query": "salary"}),
         ("/v1/ask", {"question": "What is the salary?"}),
@@ -285,7 +285,7 @@ async def test_the_teams_bot_replies_only_to_bot_framework_services(tmp_path, em
         FakeConnector() as attacker,
         BotServer(index.parent, embedder, llm.url, mount_teams) as bots,
     ):
-        client, _ = await bots.start(teams_service_urls=[trusted.url])
+        client, _ = await bots.start(teams__service_urls=[trusted.url])
         response = await client.post("/api/messages", json=question(attacker, "When are proposals due?"))
         assert response.status == 403
         await asyncio.sleep(0.5)
@@ -297,7 +297,7 @@ async def test_the_teams_bot_replies_only_to_bot_framework_services(tmp_path, em
 
 def test_serve_teams_refuses_a_public_address_without_an_app_id(index, capsys):
     code = main(["serve", "teams", "--index", str(index), "--host", "0.0.0.0", "--port", "0"])
-    assert code != 0 and "the Teams bot (no teams_app_id)" in capsys.readouterr().err
+    assert code != 0 and "the Teams bot (no teams.app_id)" in capsys.readouterr().err
 
 
 # 5. One request can freeze the whole server through Teams auth.
@@ -353,7 +353,7 @@ async def test_forged_teams_tokens_neither_block_the_event_loop_nor_fetch_keys_a
         BotServer(index.parent, embedder, llm.url, mount_teams) as bots,
     ):
         client, _ = await bots.start(
-            teams_app_id=app_id, teams_app_password="pw", teams_service_urls=[connector.url]
+            teams__app_id=app_id, teams__app_password="pw", teams__service_urls=[connector.url]
         )
         install_openid_metadata(1.0)
         urls = [
@@ -458,7 +458,7 @@ async def test_slack_malformed_headers_are_401_and_a_retried_event_is_answered_o
 
     async with FakeSlackAPI() as api, BotServer(index.parent, embedder, llm.url, mount_slack) as bots:
         client, _ = await bots.start(
-            slack_bot_token="xoxb-test", slack_signing_secret=SECRET, slack_api_url=api.url
+            slack__bot_token="xoxb-test", slack__signing_secret=SECRET, slack__api_url=api.url
         )
         body, headers = signed(mention("When are proposals due?"))
         bad_time = await client.post(
@@ -515,7 +515,7 @@ async def test_slack_bodies_that_are_not_objects_are_refused_without_a_server_er
     ]
     async with FakeSlackAPI() as api, BotServer(index.parent, embedder, llm.url, mount_slack) as bots:
         client, _ = await bots.start(
-            slack_bot_token="xoxb-test", slack_signing_secret=SECRET, slack_api_url=api.url
+            slack__bot_token="xoxb-test", slack__signing_secret=SECRET, slack__api_url=api.url
         )
         caplog.set_level(logging.ERROR)
         for body, content_type in bodies:
@@ -540,7 +540,7 @@ async def test_slack_bodies_that_are_not_objects_are_refused_without_a_server_er
 
 
 async def test_a_locked_database_is_a_503_with_retry_after_and_reads_need_no_lock(server, tmp_path):
-    client, service = await server(database_busy_timeout_s=0.3)
+    client, service = await server(stores__database_busy_timeout_s=0.3)
     answer = await (
         await client.post("/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA))
     ).json()
@@ -579,7 +579,7 @@ async def test_searches_beyond_the_queue_are_refused_at_once():
 
 
 async def test_health_answers_while_every_search_slot_is_taken(server):
-    client, service = await server(max_concurrent_searches=1, search_queue=0)
+    client, service = await server(serving__max_concurrent_searches=1, serving__search_queue=0)
     release = threading.Event()
     blocked = asyncio.create_task(service.parts.searcher.pool.run(release.wait))
     await asyncio.sleep(0.1)
@@ -597,7 +597,7 @@ async def test_health_answers_while_every_search_slot_is_taken(server):
 
 async def test_a_client_that_leaves_the_stream_cancels_its_question(settings, embedder, caplog, tmp_path):
     with FakeLLMServer(delay_s=1.0) as slow:
-        service = DocfinderService(settings(llm_api_base=slow.url), embedder=embedder)
+        service = DocfinderService(settings(llm__api_base=slow.url), embedder=embedder)
         async with service, TestServer(http_app(service, service.settings)) as test_server:
             caplog.set_level(logging.INFO)
             async with aiohttp.ClientSession() as session:
@@ -622,7 +622,7 @@ async def test_a_client_that_leaves_the_stream_cancels_its_question(settings, em
 
 
 async def test_mcp_accepts_the_public_host_and_hits_hide_server_paths(server, index):
-    client, _ = await server(public_hosts=["docfinder.example.org"])
+    client, _ = await server(access__public_hosts=["docfinder.example.org"])
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -653,7 +653,7 @@ async def test_mcp_accepts_the_public_host_and_hits_hide_server_paths(server, in
 async def test_an_llm_gone_down_shows_in_health_and_its_address_reaches_no_client(server):
     llm = FakeLLMServer()
     with llm:
-        client, service = await server(llm_api_base=llm.url)
+        client, service = await server(llm__api_base=llm.url)
         asked = await client.post(
             "/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA)
         )
@@ -662,7 +662,7 @@ async def test_an_llm_gone_down_shows_in_health_and_its_address_reaches_no_clien
     down = await client.post("/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA))
     body = await down.text()
     assert json.loads(body)["outcome"] == "llm_unavailable"
-    for internal in ("127.0.0.1", str(llm.port), service.settings.llm_model):
+    for internal in ("127.0.0.1", str(llm.port), service.settings.llm.model):
         assert internal not in body, f"{internal!r} reached the client"
     health = await (await client.get("/healthz")).text()
     assert json.loads(health)["llm"] == "unavailable" and str(llm.port) not in health
@@ -712,7 +712,7 @@ async def test_a_teams_body_that_is_no_activity_is_a_400_never_a_500(tmp_path, e
     from tests.bot_server import BotServer
 
     async with FakeConnector() as connector, BotServer(tmp_path, embedder, llm.url, mount_teams) as bots:
-        client, _ = await bots.start(teams_service_urls=[connector.url])
+        client, _ = await bots.start(teams__service_urls=[connector.url])
         response = await client.post("/api/messages", data=body, headers={"Content-Type": "application/json"})
         assert response.status == 400, await response.text()
 
@@ -747,7 +747,7 @@ async def test_a_malformed_teams_activity_is_a_400_naming_the_field_never_a_500(
     from tests.test_teams_bot import question
 
     async with FakeConnector() as connector, BotServer(tmp_path, embedder, llm.url, mount_teams) as bots:
-        client, _ = await bots.start(teams_service_urls=[connector.url])  # emulator mode: no app id
+        client, _ = await bots.start(teams__service_urls=[connector.url])  # emulator mode: no app id
         body = {key: value for key, value in question(connector, "When are proposals due?").items()}
         body.update(change)
         response = await client.post("/api/messages", json=body)

@@ -1,50 +1,93 @@
-"""Settings: environment prefix, TOML file, and invalid values named at start."""
+"""Settings: sections, environment prefix, TOML file, the flat names of the release before,
+invalid values named at start, and each knob declared once."""
+
+import ast
+import warnings
 
 import pytest
+from pydantic import BaseModel
 
 from pipeline.errors import ConfigurationError
-from server.settings import load_settings
+from server.settings import FLAT_NAMES, Settings, env_name, knobs, load_settings
+from tests.conftest import REPO
 
 
 def test_defaults_are_valid():
     settings = load_settings()
-    assert settings.chunk_tokens == 256 and settings.keep_versions == 3
+    assert settings.ingest.chunking.max_tokens == 256 and settings.ingest.keep_versions == 3
 
 
 def test_environment_overrides_toml_and_cli_overrides_environment(tmp_path, monkeypatch):
     config = tmp_path / "docfinder.toml"
     config.write_text(
-        'index_dir = "/srv/index"\nchunk_tokens = 512\n\n[collections.manuals]\npaths = ["/srv/manuals"]\n'
+        '[index]\ndir = "/srv/index"\n\n[ingest.chunking]\nmax_tokens = 512\n\n'
+        '[collections.manuals]\npaths = ["/srv/manuals"]\n'
     )
-    monkeypatch.setenv("DOCFINDER_CHUNK_TOKENS", "384")
+    monkeypatch.setenv("DOCFINDER_INGEST__CHUNKING__MAX_TOKENS", "384")
     settings = load_settings(config)
-    assert settings.chunk_tokens == 384
-    assert str(settings.index_dir) == "/srv/index"
+    assert settings.ingest.chunking.max_tokens == 384
+    assert str(settings.index.dir) == "/srv/index"
     assert [str(p) for p in settings.collections["manuals"].paths] == ["/srv/manuals"]
-    assert str(load_settings(config, index_dir="/tmp/other").index_dir) == "/tmp/other"
+    assert str(load_settings(config, index__dir="/tmp/other").index.dir) == "/tmp/other"
+
+
+def test_a_section_set_in_pieces_keeps_its_other_knobs(tmp_path, monkeypatch):
+    config = tmp_path / "docfinder.toml"
+    config.write_text("[retrieval]\nalpha = 0.6\n")
+    monkeypatch.setenv("DOCFINDER_RETRIEVAL__DENSE_WEIGHT", "0.4")
+    retrieval = load_settings(config, retrieval__k=5).retrieval
+    assert (retrieval.alpha, retrieval.dense_weight, retrieval.k, retrieval.candidates) == (0.6, 0.4, 5, 16)
 
 
 def test_docfinder_toml_in_the_working_directory_is_read(tmp_path):
-    (tmp_path / "docfinder.toml").write_text("keep_versions = 7\n")
-    assert load_settings().keep_versions == 7
+    (tmp_path / "docfinder.toml").write_text("[ingest]\nkeep_versions = 7\n")
+    assert load_settings().ingest.keep_versions == 7
+
+
+def test_the_flat_names_still_work_with_a_warning_naming_the_new_place(tmp_path, monkeypatch):
+    (tmp_path / "docfinder.toml").write_text("keep_versions = 7\nchunk_tokens = 512\n")
+    monkeypatch.setenv("DOCFINDER_LLM_API_BASE", "http://vllm:8000/v1")
+    with pytest.warns(FutureWarning) as warned:
+        settings = load_settings(index_dir="/srv/index")
+    assert settings.ingest.keep_versions == 7 and settings.ingest.chunking.max_tokens == 512
+    assert settings.llm.api_base == "http://vllm:8000/v1" and str(settings.index.dir) == "/srv/index"
+    messages = " ".join(str(w.message) for w in warned)
+    assert "DOCFINDER_LLM_API_BASE is deprecated: use llm.api_base (DOCFINDER_LLM__API_BASE)" in messages
+    assert "keep_versions is deprecated: use ingest.keep_versions" in messages
+    assert "index_dir is deprecated: use index.dir" in messages
+
+
+def test_a_sections_own_value_wins_over_a_flat_name(monkeypatch):
+    monkeypatch.setenv("DOCFINDER_LLM_MODEL", "old")
+    monkeypatch.setenv("DOCFINDER_LLM__MODEL", "new")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        assert load_settings().llm.model == "new"
+
+
+def test_every_flat_name_has_a_place_that_exists():
+    places = set(knobs())
+    assert {path for path in FLAT_NAMES.values() if path not in places} == set()
 
 
 def test_invalid_value_names_the_field_and_its_variable(monkeypatch):
-    monkeypatch.setenv("DOCFINDER_CHUNK_TOKENS", "ten")
-    with pytest.raises(ConfigurationError, match=r"chunk_tokens \(DOCFINDER_CHUNK_TOKENS\)"):
+    monkeypatch.setenv("DOCFINDER_INGEST__CHUNKING__MAX_TOKENS", "ten")
+    with pytest.raises(
+        ConfigurationError, match=r"ingest\.chunking\.max_tokens \(DOCFINDER_INGEST__CHUNKING__MAX_TOKENS\)"
+    ):
         load_settings()
 
 
 def test_unknown_keys_are_rejected(tmp_path):
     config = tmp_path / "bad.toml"
-    config.write_text("chunk_size = 100\n")
+    config.write_text("[ingest.chunking]\nchunk_size = 100\n")
     with pytest.raises(ConfigurationError, match="chunk_size"):
         load_settings(config)
 
 
 def test_overlap_must_be_smaller_than_the_chunk(monkeypatch):
-    monkeypatch.setenv("DOCFINDER_CHUNK_OVERLAP_TOKENS", "300")
-    with pytest.raises(ConfigurationError, match="chunk_overlap_tokens"):
+    monkeypatch.setenv("DOCFINDER_INGEST__CHUNKING__OVERLAP_TOKENS", "300")
+    with pytest.raises(ConfigurationError, match="overlap_tokens"):
         load_settings()
 
 
@@ -53,9 +96,17 @@ def test_missing_config_file_is_an_error(tmp_path):
         load_settings(tmp_path / "nope.toml")
 
 
+def test_changed_replaces_knobs_by_path_and_refuses_unknown_ones():
+    settings = load_settings()
+    changed = settings.changed({"llm.api_base": "http://x:1/v1", "ingest.limits.max_pages": 9})
+    assert changed.llm.api_base == "http://x:1/v1" and changed.ingest.limits.max_pages == 9
+    assert changed.llm.model == settings.llm.model and settings.llm.api_base is None
+    with pytest.raises(ConfigurationError, match="no setting 'api_bsae'"):
+        settings.changed({"llm.api_bsae": "x"})
+
+
 def test_the_configuration_reference_lists_every_setting_as_it_is():
     from server.settings import reference_table
-    from tests.conftest import REPO
 
     reference = (REPO / "docs" / "configuration.md").read_text()
     assert reference_table() in reference, (
@@ -63,10 +114,72 @@ def test_the_configuration_reference_lists_every_setting_as_it_is():
     )
 
 
+def test_every_knob_has_a_meaning_and_a_default():
+    for path, field in knobs().items():
+        assert field.description, f"{path} needs a description (docs/configuration.md shows it)"
+        assert not field.is_required(), f"{path} needs a default"
+        assert env_name(path).startswith("DOCFINDER_")
+
+
+def declared_fields(package_paths) -> dict[str, set[str]]:
+    """Every class of ours with annotated fields (a dataclass or a pydantic model): its fields."""
+    found = {}
+    for path in package_paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = {
+                    item.target.id
+                    for item in node.body
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                }
+                if names:
+                    found[f"{path.stem}:{node.name}"] = names
+    return found
+
+
+def sections(model: type[BaseModel] = Settings) -> set[type[BaseModel]]:
+    found = set()
+    for field in model.model_fields.values():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            found |= {field.annotation, *sections(field.annotation)}
+    return found
+
+
+def second_declarations(section: type[BaseModel], declared: dict[str, set[str]]) -> list[str]:
+    """Classes other than ``section`` and its bases that declare most of its knobs again (the
+    shadow configuration a hand mapping would copy the settings into)."""
+    own = {name for cls in section.__mro__ for name in getattr(cls, "__annotations__", {})}
+    related = {cls.__name__ for cls in section.__mro__}
+    return [
+        name
+        for name, fields in declared.items()
+        if name.split(":")[1] not in related and len(own & fields) >= max(3, len(own) // 2 + 1)
+    ]
+
+
+def test_each_knob_is_declared_once():
+    """Each settings section is the model its code takes: no second class declares its knobs."""
+    packages = ["server", "bots", "pipeline", "index_build", "programs"]
+    declared = declared_fields(p for package in packages for p in (REPO / package).rglob("*.py"))
+    assert {
+        s.__name__: second_declarations(s, declared) for s in sections() if second_declarations(s, declared)
+    } == {}
+
+
+def test_the_declared_once_rule_catches_a_shadow_configuration(tmp_path):
+    shadow = tmp_path / "shadow.py"
+    shadow.write_text(
+        "from dataclasses import dataclass\n\n@dataclass\nclass LLMConfig:\n"
+        "    api_base: str\n    model: str\n    max_tokens: int\n    timeout_s: float\n    threads: int\n"
+    )
+    from server.settings import LLMSettings
+
+    copied = declared_fields([shadow]) | {"settings:LLMSettings": set(LLMSettings.model_fields)}
+    assert [name.split(":")[1] for name in second_declarations(LLMSettings, copied)] == ["LLMConfig"]
+
+
 def test_every_toml_example_in_the_configuration_reference_loads(tmp_path):
     """The examples people copy (collections, an observatory's domains) are valid settings."""
-    from tests.conftest import REPO
-
     reference = (REPO / "docs" / "configuration.md").read_text()
     examples = [block.split("```")[0] for block in reference.split("```toml\n")[1:]]
     assert len(examples) >= 2
@@ -79,7 +192,7 @@ def test_every_toml_example_in_the_configuration_reference_loads(tmp_path):
 
 
 def test_secrets_are_redacted(monkeypatch):
-    monkeypatch.setenv("DOCFINDER_LLM_API_KEY", "sk-very-secret")
+    monkeypatch.setenv("DOCFINDER_LLM__API_KEY", "sk-very-secret")
     settings = load_settings()
     assert "sk-very-secret" not in repr(settings) and "sk-very-secret" not in str(settings.model_dump())
-    assert settings.llm_api_key.get_secret_value() == "sk-very-secret"
+    assert settings.llm.api_key.get_secret_value() == "sk-very-secret"

@@ -35,7 +35,10 @@ async def slack(tmp_path, embedder, llm):
 
         async def start(**overrides):
             return await bots.start(
-                slack_bot_token="xoxb-test", slack_signing_secret=SECRET, slack_api_url=api.url, **overrides
+                slack__bot_token="xoxb-test",
+                slack__signing_secret=SECRET,
+                slack__api_url=api.url,
+                **overrides,
             )
 
         yield start, api
@@ -205,7 +208,7 @@ async def test_unsigned_forged_and_stale_requests_get_401(slack):
 
 async def test_outside_its_channels_the_bot_says_politely_that_it_is_not_enabled(slack):
     start, api = slack
-    client, _ = await start(slack_channels=["C1"], slack_direct_messages=False)
+    client, _ = await start(slack__channels=["C1"], slack__direct_messages=False)
     await post(client, mention("When are proposals due?", channel="C2"))
     direct = {
         "type": "message",
@@ -251,7 +254,7 @@ async def _wait_rows(service: DocfinderService, count: int, timeout: float = 30.
 async def test_the_rating_hint_offers_exactly_the_configured_reactions(slack):
     start, api = slack
     client, _ = await start(
-        slack_reactions={"tada": {"rating": 5}, "thinking_face": {"label": "Confusing"}, "x": {"rating": 1}}
+        slack__reactions={"tada": {"rating": 5}, "thinking_face": {"label": "Confusing"}, "x": {"rating": 1}}
     )
     assert await post(client, mention("When are proposals due?")) == 200
     await api.wait_for(lambda a: final_answers(a))

@@ -27,7 +27,7 @@ def closed_port() -> int:
 
 
 def test_serve_with_a_bad_database_url_stops_at_start_naming_the_setting(index, monkeypatch, capsys):
-    monkeypatch.setenv("DOCFINDER_DATABASE_URL", "mysql://docfinder:hunter2@db.example/docs")
+    monkeypatch.setenv("DOCFINDER_STORES__DATABASE_URL", "mysql://docfinder:hunter2@db.example/docs")
     code = main(["serve", "http", "--index", str(index), "--port", str(closed_port())])
     stderr = capsys.readouterr().err
     assert code == EXIT_USAGE
@@ -37,12 +37,12 @@ def test_serve_with_a_bad_database_url_stops_at_start_naming_the_setting(index, 
 
 async def test_an_unreachable_llm_server_is_reported_at_start_with_its_url(index, embedder, caplog):
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    settings = load_settings(index_dir=index, llm_api_base=url)
+    settings = load_settings(index__dir=index, llm__api_base=url)
     with caplog.at_level(logging.ERROR, logger="server.service"):
         async with open_service(settings, embedder=embedder, start_llm=True) as service:
             health = await service.health()
             found = await service.search("proposal deadline", k=2)
-    assert any(url in r.getMessage() and "llm_api_base" in r.getMessage() for r in caplog.records)
+    assert any(url in r.getMessage() and "llm.api_base" in r.getMessage() for r in caplog.records)
     assert health["llm"] == "unavailable" and health["llm_reason"] == "cannot connect to it", "health says so"
     assert found.hits, "search still serves without the LLM"
 
@@ -51,6 +51,6 @@ async def test_a_reachable_llm_server_is_ready_at_start(index, embedder):
     from evaluation.doubles.fake_llm import FakeLLMServer
 
     with FakeLLMServer() as llm:
-        settings = load_settings(index_dir=index, llm_api_base=llm.url)
+        settings = load_settings(index__dir=index, llm__api_base=llm.url)
         async with open_service(settings, embedder=embedder, start_llm=True) as service:
             assert (await service.health())["llm"] == "ready"

@@ -172,7 +172,9 @@ def test_the_service_uses_postgresql_when_a_dsn_is_set(tmp_path, embedder):
             return result
 
     with FakeLLMServer() as llm:
-        settings = load_settings(index_dir=tmp_path / "index", llm_api_base=llm.url, database_url=dsn)
+        settings = load_settings(
+            index__dir=tmp_path / "index", llm__api_base=llm.url, stores__database_url=dsn
+        )
         result = asyncio.run(scenario(settings))
     assert not (tmp_path / ".docfinder").exists(), "nothing went to SQLite"
     database = open_database(dsn, tmp_path / "unused.sqlite3")

@@ -30,7 +30,7 @@ async def teams(tmp_path, embedder, llm):
     async with FakeConnector() as connector, BotServer(tmp_path, embedder, llm.url, mount_teams) as bots:
 
         async def start(**overrides):  # the fake connector is the one channel service replies may go to
-            return await bots.start(teams_service_urls=[connector.url], **overrides)
+            return await bots.start(teams__service_urls=[connector.url], **overrides)
 
         yield start, connector
 
@@ -130,7 +130,7 @@ async def test_reactions_on_the_answer_card_create_and_retract_feedback(teams):
 
 async def test_outside_its_teams_the_bot_says_politely_that_it_is_not_enabled(teams):
     start, connector = teams
-    client, _ = await start(teams_conversations=["team-2"])
+    client, _ = await start(teams__conversations=["team-2"])
     await client.post("/api/messages", json=question(connector, "When are proposals due?"))
     await connector.wait_for(lambda c: c.messages())
     await asyncio.sleep(0.3)
@@ -139,7 +139,7 @@ async def test_outside_its_teams_the_bot_says_politely_that_it_is_not_enabled(te
 
 async def test_with_an_app_id_a_post_without_a_valid_token_gets_401(teams):
     start, connector = teams
-    client, _ = await start(teams_app_id="00000000-0000-0000-0000-000000000001", teams_app_password="pw")
+    client, _ = await start(teams__app_id="00000000-0000-0000-0000-000000000001", teams__app_password="pw")
     body = question(connector, "When are proposals due?")
     assert (await client.post("/api/messages", json=body)).status == 401
     forged = {"Authorization": "Bearer not.a.jwt"}

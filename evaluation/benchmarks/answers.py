@@ -28,7 +28,6 @@ import os
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,6 @@ from pipeline.answers import AgentAnswer, Citation
 from pipeline.figures import all_numbers, figures, stated_figures
 from programs.agent import number_passages
 from server.core.ingest import run_ingest
-from server.models.factories import context_config
 from server.service import open_service
 from server.settings import Settings
 
@@ -70,10 +68,10 @@ def bench_answers(
     questions = load_questions(dataset / questions_file)
     questions = evenly_spread(questions, int(os.environ.get("BENCH_AGENT_QUESTIONS", "0")) or len(questions))
     docs = dataset_docs(dataset)
-    settings = settings.model_copy(
-        update={
-            "index_dir": cache_dir / f"{corpus_name(docs)}-docs",
-            "conversations_path": cache_dir / "bench-conversations.sqlite3",
+    settings = settings.changed(
+        {
+            "index.dir": cache_dir / f"{corpus_name(docs)}-docs",
+            "stores.conversations_path": cache_dir / "bench-conversations.sqlite3",
         }
     )
     run_ingest(settings, [docs], collection=corpus_name(docs))
@@ -85,7 +83,7 @@ def bench_answers(
         "dataset": str(dataset),
         "split": "dev",
         "questions": len(questions),
-        "llm": "injected" if lm is not None else settings.llm_api_base or "embedded",
+        "llm": "injected" if lm is not None else settings.llm.api_base or "embedded",
         **{system: summarise([r for r in rows if r["system"] == system]) for system in systems},
     }
 
@@ -126,9 +124,9 @@ async def _ask_agent(service: Any, question: Question) -> dict[str, Any]:
 
 async def _ask_plain(service: Any, question: Question) -> dict[str, Any]:
     started = time.perf_counter()
-    found = await service.search(question.text, k=service.settings.context_candidates)
-    config = replace(
-        context_config(service.settings), selection="topk", order="score", budget_tokens=PLAIN_BUDGET
+    found = await service.search(question.text, k=service.settings.context.candidates)
+    config = service.settings.context.model_copy(
+        update={"selection": "topk", "order": "score", "budget_tokens": PLAIN_BUDGET}
     )
     context = await service.assemble_context(found, config)
     passages = context.passages()

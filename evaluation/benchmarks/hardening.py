@@ -47,7 +47,7 @@ def bench_hardening(settings: Settings) -> dict[str, Any]:
         corpus = work / "corpus"
         shutil.copytree(REPO / "docs", corpus)
         index = work / "index"
-        run_ingest(settings.model_copy(update={"index_dir": index}), [corpus], collection="docs")
+        run_ingest(settings.changed({"index.dir": index}), [corpus], collection="docs")
         with FakeLLMServer() as llm:
             env = server_env(work, index, llm.url)
             process, url = start_server(env)

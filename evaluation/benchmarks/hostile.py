@@ -126,12 +126,12 @@ def hostile_env(env: dict[str, str], slack_api_url: str) -> dict[str, str]:
     local fake, as reachable as the real one) and Teams."""
     return {
         **env,
-        "DOCFINDER_API_KEYS": json.dumps({"bench": {"key": BENCH_KEY, "scopes": ["admin"]}}),
-        "DOCFINDER_SLACK_BOT_TOKEN": "xoxb-hardening-bench",
-        "DOCFINDER_SLACK_SIGNING_SECRET": SLACK_SECRET,
-        "DOCFINDER_SLACK_API_URL": slack_api_url,
-        "DOCFINDER_TEAMS_APP_ID": "00000000-0000-0000-0000-000000000000",
-        "DOCFINDER_TEAMS_APP_PASSWORD": "hardening-bench",
+        "DOCFINDER_ACCESS__API_KEYS": json.dumps({"bench": {"key": BENCH_KEY, "scopes": ["admin"]}}),
+        "DOCFINDER_SLACK__BOT_TOKEN": "xoxb-hardening-bench",
+        "DOCFINDER_SLACK__SIGNING_SECRET": SLACK_SECRET,
+        "DOCFINDER_SLACK__API_URL": slack_api_url,
+        "DOCFINDER_TEAMS__APP_ID": "00000000-0000-0000-0000-000000000000",
+        "DOCFINDER_TEAMS__APP_PASSWORD": "hardening-bench",
     }
 
 

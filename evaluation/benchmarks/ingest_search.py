@@ -22,7 +22,7 @@ def bench_ingest_and_search(data: Path) -> dict[str, Any]:
     with open(data / "sec10q" / "qna_dev.csv", encoding="utf-8") as handle:
         questions = [row["Question"] for row in csv.DictReader(handle)]
     with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings(index_dir=Path(tmp) / "index")
+        settings = load_settings(index__dir=Path(tmp) / "index")
         embedder = make_embedder(settings)
         embedder.embed(["warm-up"])  # load the model (and export it, once) before the clock starts
         started = time.perf_counter()

@@ -63,7 +63,7 @@ def bench_load_and_faults(settings: Settings) -> dict[str, Any]:
         shutil.copytree(REPO / "docs", corpus)
         _write_swap_document(corpus, 0)
         index = work / "index"
-        bench_settings = settings.model_copy(update={"index_dir": index, "keep_versions": SWAPS + 5})
+        bench_settings = settings.changed({"index.dir": index, "ingest.keep_versions": SWAPS + 5})
         run_ingest(bench_settings, [corpus], collection="docs")
         with FakeLLMServer(delay_s=0.02) as llm:
             env = server_env(work, index, llm.url)
@@ -89,11 +89,11 @@ def server_env(work: Path, index: Path, llm_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCFINDER_")}
     env.update(
         {
-            "DOCFINDER_INDEX_DIR": str(index),
-            "DOCFINDER_LLM_API_BASE": llm_url,
-            "DOCFINDER_LLM_TIMEOUT_S": str(LLM_TIMEOUT_S),
-            "DOCFINDER_CONVERSATIONS_PATH": str(work / "conversations.sqlite3"),
-            "DOCFINDER_FEEDBACK_PATH": str(work / "feedback.sqlite3"),
+            "DOCFINDER_INDEX__DIR": str(index),
+            "DOCFINDER_LLM__API_BASE": llm_url,
+            "DOCFINDER_LLM__TIMEOUT_S": str(LLM_TIMEOUT_S),
+            "DOCFINDER_STORES__CONVERSATIONS_PATH": str(work / "conversations.sqlite3"),
+            "DOCFINDER_STORES__FEEDBACK_PATH": str(work / "feedback.sqlite3"),
         }
     )
     return env

@@ -40,7 +40,7 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
     "context": ("sec10q", "context_sec10q", lambda: evaluate_context(DATA / "sec10q", load_settings())),
     "load": (None, "load_and_faults", lambda: bench_load_and_faults(load_settings())),
     "hardening": (None, "hardening", lambda: bench_hardening(load_settings())),
-    "llm": (None, "embedded_llm", lambda: bench_embedded_llm(load_settings().model_cache_dir)),
+    "llm": (None, "embedded_llm", lambda: bench_embedded_llm(load_settings().llm.model_cache_dir)),
     "agent": ("sec10q", "answers_sec10q", lambda: bench_answers(DATA / "sec10q", load_settings())),
     "manual-qa": (
         "manual-qa",

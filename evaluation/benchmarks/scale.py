@@ -149,7 +149,7 @@ def probe(index_dir: Path, memory_map: bool) -> None:
     words = _words(VOCABULARY)
     queries = [" ".join(words[i] for i in rng.integers(50, 5_000, 3)) for _ in range(QUERIES)]
     embedder = RandomEmbedder()
-    config = RetrievalConfig(candidates=16, cap=10)
+    config = RetrievalConfig(candidates=16, max_passages=10)
     latency = {}
     for mode in MODES:
         times = []

@@ -100,7 +100,7 @@ def judge_verdict(inputs: dict[str, str]) -> str:
 
 
 class FakeLLMServer:
-    """``with FakeLLMServer() as llm:`` then point ``llm_api_base`` at ``llm.url``."""
+    """``with FakeLLMServer() as llm:`` then point ``llm.api_base`` at ``llm.url``."""
 
     def __init__(
         self,

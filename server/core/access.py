@@ -36,8 +36,8 @@ class Access:
         question = without_invisible(question).strip()
         if not question:
             raise InvalidRequestError("the question is empty")
-        if len(question) > self.settings.max_question_chars:
-            limit = self.settings.max_question_chars
+        if len(question) > self.settings.serving.max_question_chars:
+            limit = self.settings.serving.max_question_chars
             raise InvalidRequestError(
                 f"the question has {len(question):,} characters; the limit is {limit:,}"
             )
@@ -72,7 +72,7 @@ class Access:
         """What a remote caller sees of a source: its URL (``source_url_prefixes``), else its path
         below the ingested folder, never the server's own file system path."""
         if self._published(source):
-            return citation_link(source, (0, 0), self.settings.source_url_prefixes)
+            return citation_link(source, (0, 0), self.settings.index.source_url_prefixes)
         snapshot = self.index.loaded
         relative = {r.path: r.relative for r in snapshot.files} if snapshot is not None else {}
         return relative.get(source) or Path(source).name
@@ -91,4 +91,4 @@ class Access:
         return replace(result, agent=replace(agent, citations=citations, evidence=evidence))
 
     def _published(self, source: str) -> bool:
-        return any(source.startswith(local) for local in self.settings.source_url_prefixes)
+        return any(source.startswith(local) for local in self.settings.index.source_url_prefixes)

@@ -1,7 +1,7 @@
 """Ask: a question answered with citations by the DSPy agent, in its conversation.
 
 Three steps: admit (check the question and the caller's rights, open the conversation, pin the
-index version), run the agent (at most ``max_concurrent_asks`` at once; a question whose
+index version), run the agent (at most ``serving.max_concurrent_asks`` at once; a question whose
 embedded model crashed under it is answered again once the model is back), record the answer.
 """
 
@@ -24,7 +24,6 @@ from programs.saved import ProgramInfo, load_program
 from server.core.access import Access, require_scope
 from server.core.live_index import LiveIndex
 from server.core.search import Searcher
-from server.models.factories import context_config
 from server.models.language_model import LanguageModel
 from server.runtime.logs import current_request_id
 from server.runtime.metrics import Metrics
@@ -83,29 +82,23 @@ class Asker:
     def agent(self) -> AnswerAgent:
         """The DSPy answering agent, built on first use (importing DSPy takes a while)."""
         if self._agent is None:
-            from programs.agent import AgentLimits, AnswerAgent
+            from programs.agent import AnswerAgent
 
             settings = self.settings
-            threshold = settings.agent_grade_threshold
             self._agent = AnswerAgent(
                 {name: domain.description for name, domain in settings.domains.items()},
                 glossary=self.searcher.glossary.as_prompt() if self.searcher.glossary else "",
-                limits=AgentLimits(
-                    max_rewrites=settings.agent_max_rewrites,
-                    figure_check=settings.agent_figure_check,
-                    sparse_tokens=settings.agent_sparse_tokens,
-                    grade_threshold=threshold if threshold is not None else float("-inf"),
-                    max_passages=settings.max_passages,
-                    llm_timeout_s=settings.llm_timeout_s,
-                    # llama.cpp on a CPU answers one call at a time; a server LLM (vLLM) batches them.
-                    concurrent_checks=settings.llm_api_base is not None,
-                ),
-                url_prefixes=settings.source_url_prefixes,
-                understand_first_turn=settings.agent_understand == "always"
+                settings=settings.agent,
+                max_passages=settings.retrieval.max_passages,
+                llm_timeout_s=settings.llm.timeout_s,
+                # llama.cpp on a CPU answers one call at a time; a server LLM (vLLM) batches them.
+                concurrent_checks=settings.llm.api_base is not None,
+                url_prefixes=settings.index.source_url_prefixes,
+                understand_first_turn=settings.agent.understand == "always"
                 or any(domain.collections for domain in settings.domains.values()),
             )
-            if settings.program_path is not None:
-                self.program = load_program(self._agent, settings.program_path)
+            if settings.agent.program_path is not None:
+                self.program = load_program(self._agent, settings.agent.program_path)
         return self._agent
 
     async def ask(
@@ -167,7 +160,7 @@ class Asker:
             self.stores.conversations.open, conversation_id, caller.owner, caller.names_conversations
         )
         history = await asyncio.to_thread(
-            self.stores.conversations.history, conversation_id, self.settings.history_turns
+            self.stores.conversations.history, conversation_id, self.settings.agent.history_turns
         )
         snapshot = await asyncio.to_thread(self.index.current)
         return _Admitted(question, conversation_id, collections, history, snapshot)
@@ -182,7 +175,7 @@ class Asker:
         trace: list[Any] | None = None,
     ) -> AgentAnswer:
         """``agent`` (the live program by default) on an admitted question; at most
-        ``max_concurrent_asks`` run at once. ``trace`` collects DSPy's trace of the predictions
+        ``serving.max_concurrent_asks`` run at once. ``trace`` collects DSPy's trace of the predictions
         (an optimiser's bootstrap reads it); by default none is kept."""
         snapshot = admitted.snapshot
         sparse_available = any(len(c.sparse.rows) for c in snapshot.collections.values())
@@ -239,7 +232,9 @@ class Asker:
     def _retriever(self, snapshot: IndexSnapshot, collections: list[str] | None) -> Retriever:
         """The agent's retrieval for one question: hybrid search with the agent's context, on one
         pinned index version, keeping the documents the question named for rewritten queries."""
-        agent_context = context_config(self.settings, budget_tokens=self.settings.agent_context_tokens)
+        agent_context = self.settings.context.model_copy(
+            update={"budget_tokens": self.settings.agent.context_tokens}
+        )
         question_scope: list[DocumentScope] = []
 
         async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:

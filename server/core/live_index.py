@@ -60,5 +60,5 @@ def check_embedder(snapshot: IndexSnapshot, embedder: Embedder) -> None:
             f"index version {snapshot.version_id} was built with the embedder "
             f"{snapshot.manifest.get('embedder', {})}, but this server embeds queries with "
             f"{embedder_manifest(embedder)}: run `docfinder ingest` with this embedder to rebuild the "
-            "index, or set DOCFINDER_EMBEDDER_PATH / DOCFINDER_EMBEDDER_BACKEND to what built it"
+            "index, or set DOCFINDER_EMBEDDER__PATH / DOCFINDER_EMBEDDER__BACKEND to what built it"
         )

@@ -13,7 +13,7 @@ from server.core.ask import Asker
 from server.core.feedback import FeedbackDesk
 from server.core.live_index import LiveIndex
 from server.core.search import Searcher
-from server.models.factories import make_embedder, make_glossary, make_reranker, retrieval_config
+from server.models.factories import make_embedder, make_glossary, make_reranker
 from server.models.language_model import LanguageModel
 from server.runtime.metrics import Metrics
 from server.runtime.supervised_server import SupervisedServer
@@ -66,7 +66,7 @@ def compose(
     here: the embedder, the index, the stores and the LLM open when the service is entered."""
     embedders = EmbedderSlot(settings, embedder)
     reranker = reranker if reranker is not None else make_reranker(settings)
-    index = LiveIndex(settings.index_dir, embedders, memory_map=settings.index_memory_map)
+    index = LiveIndex(settings.index.dir, embedders, memory_map=settings.index.memory_map)
     stores = Stores(settings)
     llm = LanguageModel(settings, lm, llm_server)
     metrics = Metrics()
@@ -77,7 +77,7 @@ def compose(
         embedders,
         reranker=reranker,
         glossary=make_glossary(settings),
-        retrieval=retrieval_config(settings, reranking=reranker is not None),
+        retrieval=settings.retrieval.resolved(reranking=reranker is not None),
         access=access,
         metrics=metrics,
     )

@@ -26,7 +26,6 @@ from pipeline.retrieval import MAX_SEARCH_K, SEARCH_MODES, Reranker, RetrievalCo
 from pipeline.types import Chunk, SearchHit
 from server.core.access import Access, require_scope
 from server.core.live_index import LiveIndex
-from server.models.factories import evidence_config
 from server.runtime.admission import WorkPool
 from server.runtime.metrics import Metrics
 from server.settings import Settings
@@ -73,7 +72,9 @@ class Searcher:
         self.retrieval = retrieval
         self.access = access
         self.metrics = metrics
-        self.pool = WorkPool(settings.max_concurrent_searches, settings.search_queue, "search")
+        self.pool = WorkPool(
+            settings.serving.max_concurrent_searches, settings.serving.search_queue, "search"
+        )
 
     def passages_of(self, result: SearchResult, snapshot: IndexSnapshot) -> Retrieved:
         """A search's context (or its hits, whole) as passages labelled with their document's period."""
@@ -106,7 +107,7 @@ class Searcher:
         ``domain`` picks the per-collection boosts configured for that question domain. With
         ``scoped`` (the default), a query that names documents ("Intel", "Q1 2023", "the
         latest release") searches only those (:mod:`pipeline.documents`); the resolved scope is
-        the first trace entry. With ``context``, the top ``context_candidates`` hits are also
+        the first trace entry. With ``context``, the top ``context.candidates`` hits are also
         selected and ordered into the LLM's context under its token budget (the ``evidence``
         strategy deepens into the needed documents first). ``pinned`` searches that snapshot
         instead of the live one (one question's searches all see the same version). ``scope``
@@ -115,8 +116,8 @@ class Searcher:
         A remote caller gets at most ``MAX_SEARCH_K`` passages; the CLI and the evaluations,
         running as the local caller, may ask for more.
 
-        Searches run in their own pool of ``max_concurrent_searches`` threads; beyond
-        ``search_queue`` waiting searches a new one is refused (:class:`OverloadedError`),
+        Searches run in their own pool of ``serving.max_concurrent_searches`` threads; beyond
+        ``serving.search_queue`` waiting searches a new one is refused (:class:`OverloadedError`),
         unless ``admitted`` (the searches of a question already admitted to the agent).
         """
         if not admitted:
@@ -135,7 +136,7 @@ class Searcher:
             mode=mode,  # type: ignore[arg-type]
             collections=tuple(collections) if collections else None,
             boosts=self._boosts(domain),
-            k=max(k or 0, self.settings.context_candidates) if context else k,
+            k=max(k or 0, self.settings.context.candidates) if context else k,
         )
 
         def run() -> SearchResult:
@@ -183,7 +184,7 @@ class Searcher:
                 queries,
                 result.hits,
                 result.scope,
-                evidence_config(self.settings),
+                self.settings.evidence,
             )
         return build_context(
             result.hits,

@@ -51,11 +51,13 @@ class ApiKey:
 
 def load_api_keys(settings: Settings) -> list[ApiKey]:
     """Every configured key; :class:`ConfigurationError` for an unreadable file or a repeated name."""
-    entries = dict(settings.api_keys)
-    if settings.api_keys_file is not None:
-        for name, entry in _read_keys_file(settings.api_keys_file).items():
+    entries = dict(settings.access.api_keys)
+    if settings.access.api_keys_file is not None:
+        for name, entry in _read_keys_file(settings.access.api_keys_file).items():
             if name in entries:
-                raise ConfigurationError(f"API key {name!r} is defined twice ({settings.api_keys_file})")
+                raise ConfigurationError(
+                    f"API key {name!r} is defined twice ({settings.access.api_keys_file})"
+                )
             entries[name] = entry
     keys = [
         ApiKey(
@@ -156,7 +158,7 @@ def open_authenticator(settings: Settings) -> Authenticator:
     """The configured keys and the key store the settings name (opened here, kept open)."""
     from server.stores.opening import open_configured_database
 
-    store = KeyStore(open_configured_database(settings, settings.api_keys_path))
+    store = KeyStore(open_configured_database(settings, settings.access.api_keys_path))
     return Authenticator(load_api_keys(settings), store)
 
 
@@ -176,5 +178,5 @@ def check_bind(host: str, authenticated: bool, insecure: bool, what: str = "the 
         return
     raise ConfigurationError(
         f"refusing to serve {what} on {host} without credentials: create a key (docfinder keys create) "
-        "or configure api_keys, bind 127.0.0.1, or pass --insecure-no-auth"
+        "or configure access.api_keys, bind 127.0.0.1, or pass --insecure-no-auth"
     )

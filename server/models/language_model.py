@@ -47,16 +47,16 @@ class LanguageModel:
         is asked for its models; when it does not answer, the service still starts, since
         search works without it, and the log names the URL, once, at start.
         """
-        base = self.settings.llm_api_base
+        base = self.settings.llm.api_base
         if base is None:
             await self.get()
             return
-        problem = await probe_llm_server(base, self.settings.llm_api_key.get_secret_value())
+        problem = await probe_llm_server(base, self.settings.llm.api_key.get_secret_value())
         self.health.observe(problem)
         if problem is not None:
             log.error(
                 "the LLM server at %s does not answer (%s): questions get 'LLM unavailable' until it does "
-                "(setting llm_api_base)",
+                "(setting llm.api_base)",
                 base,
                 problem.detail,
             )
@@ -92,7 +92,7 @@ class LanguageModel:
         """``/healthz``'s view: the state and, when unavailable, why (a stale server LLM is probed)."""
         if self._server is not None:
             return self._server.state, None
-        if self.settings.llm_api_base is None:
+        if self.settings.llm.api_base is None:
             return "not started", None
         return await self.health.current()
 
@@ -100,6 +100,6 @@ class LanguageModel:
         await self._resources.aclose()
 
     async def _probe(self) -> LLMProblem | None:
-        base = self.settings.llm_api_base
+        base = self.settings.llm.api_base
         assert base is not None, "only a server LLM is probed"
-        return await probe_llm_server(base, self.settings.llm_api_key.get_secret_value(), PROBE_TIMEOUT_S)
+        return await probe_llm_server(base, self.settings.llm.api_key.get_secret_value(), PROBE_TIMEOUT_S)

@@ -1,6 +1,6 @@
 """The language model behind the agent, chosen by settings.
 
-- ``llm_api_base`` set: any OpenAI-compatible server (vLLM in production), through DSPy's
+- ``llm.api_base`` set: any OpenAI-compatible server (vLLM in production), through DSPy's
   ``hosted_vllm/`` route, which sends ``max_tokens`` (llama.cpp ignores the newer
   ``max_completion_tokens``).
 - unset: the embedded model (:mod:`server.models.embedded_llm`), a llama.cpp server that the
@@ -26,18 +26,18 @@ def make_lm(settings: Settings, api_base: str | None = None) -> Any:
     """A ``dspy.LM`` for ``api_base`` (default: the setting): temperature 0, no retries, no cache."""
     import dspy
 
-    base = api_base or settings.llm_api_base
+    base = api_base or settings.llm.api_base
     if base is None:
         raise ConfigurationError(
-            "no LLM server: set llm_api_base (DOCFINDER_LLM_API_BASE) or use the embedded model"
+            "no LLM server: set llm.api_base (DOCFINDER_LLM__API_BASE) or use the embedded model"
         )
     return dspy.LM(
-        f"hosted_vllm/{settings.llm_model}",
+        f"hosted_vllm/{settings.llm.model}",
         api_base=base,
-        api_key=settings.llm_api_key.get_secret_value() or "not-needed",
-        max_tokens=settings.llm_max_tokens,
+        api_key=settings.llm.api_key.get_secret_value() or "not-needed",
+        max_tokens=settings.llm.max_tokens,
         temperature=0.0,
-        timeout=settings.llm_timeout_s,
+        timeout=settings.llm.timeout_s,
         num_retries=0,
         cache=False,
     )
@@ -47,7 +47,7 @@ def judge_lm_settings(settings: Settings, api_base: str, model: str | None = Non
     """The ``dspy.context`` settings (LM and adapter) of a judge at another OpenAI-compatible endpoint."""
     if urlsplit(api_base).scheme not in ("http", "https") or not urlsplit(api_base).hostname:
         raise ConfigurationError(f"the judge endpoint must be an http(s) URL, not {api_base!r}")
-    judge = settings.model_copy(update={"llm_api_base": api_base, "llm_model": model or settings.llm_model})
+    judge = settings.changed({"llm.api_base": api_base, "llm.model": model or settings.llm.model})
     return {"lm": make_lm(judge), "adapter": make_adapter(judge)}
 
 
@@ -62,16 +62,16 @@ async def open_lm(settings: Settings) -> AsyncIterator[Any]:
 async def open_language_model(settings: Settings) -> AsyncIterator[tuple[Any, SupervisedServer | None]]:
     """The LLM and, for the embedded model, the supervisor of its server process (which restarts it
     when it crashes, and gives it up when it cannot run here); None for a configured server."""
-    if settings.llm_api_base is not None:
+    if settings.llm.api_base is not None:
         yield make_lm(settings), None
         return
-    model = await asyncio.to_thread(ensure_model_file, settings.model_cache_dir)
+    model = await asyncio.to_thread(ensure_model_file, settings.llm.model_cache_dir)
     server = LlamaServer(
         model,
-        log_path=settings.model_cache_dir / "llama-server.log",
-        n_ctx=settings.llm_context_tokens,
-        threads=settings.llm_threads,
-        prompt_cache_mb=settings.llm_prompt_cache_mb,
+        log_path=settings.llm.model_cache_dir / "llama-server.log",
+        n_ctx=settings.llm.context_tokens,
+        threads=settings.llm.threads,
+        prompt_cache_mb=settings.llm.prompt_cache_mb,
     )
     async with server:
         yield make_lm(settings, api_base=server.api_base), server
@@ -124,7 +124,7 @@ def make_adapter(settings: Settings) -> Any:
     import dspy
     import pydantic
 
-    llama_cpp_style = settings.llm_api_base is None
+    llama_cpp_style = settings.llm.api_base is None
 
     class ConstrainedJSONAdapter(dspy.JSONAdapter):
         def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:

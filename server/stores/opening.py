@@ -21,20 +21,24 @@ from server.stores.feedback import FeedbackStore
 def open_configured_database(settings: Settings, sqlite_path: Path) -> Database:
     """The database the settings name (PostgreSQL with ``database_url``, else the SQLite file
     ``sqlite_path``); an error says which setting or file to fix."""
-    url = settings.database_url.get_secret_value() or None
+    url = settings.stores.database_url.get_secret_value() or None
     try:
-        return open_database(url, sqlite_path, settings.database_busy_timeout_s)
+        return open_database(url, sqlite_path, settings.stores.database_busy_timeout_s)
     except DocfinderError as exc:
-        setting = "database_url (DOCFINDER_DATABASE_URL)" if url else f"the database file {sqlite_path}"
+        setting = (
+            "stores.database_url (DOCFINDER_STORES__DATABASE_URL)"
+            if url
+            else f"the database file {sqlite_path}"
+        )
         raise type(exc)(f"{setting}: {exc}") from exc
 
 
 @contextmanager
 def open_feedback_store(settings: Settings) -> Iterator[FeedbackStore]:
     """The feedback store alone, for reports and exports (no index or model needed)."""
-    database = open_configured_database(settings, settings.feedback_path)
+    database = open_configured_database(settings, settings.stores.feedback_path)
     try:
-        yield FeedbackStore(database, settings.pseudonym_key.get_secret_value())
+        yield FeedbackStore(database, settings.stores.pseudonym_key.get_secret_value())
     finally:
         database.close()
 
@@ -54,7 +58,9 @@ class Stores:
         """Conversation history and answers given."""
         with self._lock:
             if self._conversations is None:
-                self._conversations = ConversationStore(self._database(self.settings.conversations_path))
+                self._conversations = ConversationStore(
+                    self._database(self.settings.stores.conversations_path)
+                )
             return self._conversations
 
     @property
@@ -62,8 +68,8 @@ class Stores:
         """Feedback on answers, with pseudonymised users."""
         with self._lock:
             if self._feedback is None:
-                key = self.settings.pseudonym_key.get_secret_value()
-                self._feedback = FeedbackStore(self._database(self.settings.feedback_path), key)
+                key = self.settings.stores.pseudonym_key.get_secret_value()
+                self._feedback = FeedbackStore(self._database(self.settings.stores.feedback_path), key)
             return self._feedback
 
     def close(self) -> None:
@@ -73,7 +79,7 @@ class Stores:
         self._databases.clear()
 
     def _database(self, sqlite_path: Path) -> Database:
-        url = self.settings.database_url.get_secret_value() or None
+        url = self.settings.stores.database_url.get_secret_value() or None
         if url is not None and self._databases:  # one PostgreSQL pool serves both stores
             return self._databases[0]
         database = open_configured_database(self.settings, sqlite_path)
