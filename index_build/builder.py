@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from index_build.chunking import ChunkingOptions
+from index_build.chunking import CHUNKERS, ChunkingOptions
 from index_build.conversion import (
     ConversionJob,
     ConversionPool,
@@ -372,7 +372,7 @@ def _conversions(
     converts here, and so does everything with ``convert_processes`` 0: there only the size
     limits hold, not the memory and time limits."""
     setup = ConversionSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir, options.limits)
-    if options.chunking.method == "semantic":
+    if CHUNKERS[options.chunking.method].needs_embedder:
         return convert_in_process(jobs, setup, embedder.embed)
     if options.convert_processes == 0 or not any(_worth_a_child(j.source.path, options.limits) for j in jobs):
         return convert_in_process(jobs, setup)

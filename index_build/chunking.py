@@ -10,19 +10,17 @@ heading path too, because that is what gets embedded.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from index_build.document import Block, ParsedDocument
 from pipeline.protocols import Tokenizer
+from pipeline.registry import Registry
 from pipeline.types import Chunk, passage_text
-
-_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])")
 
 
 class ChunkingOptions(BaseModel):
@@ -44,8 +42,10 @@ class ChunkingOptions(BaseModel):
         ge=1,
         description="Least room for body text in a chunk, whatever its title and heading path take.",
     )
-    method: Literal["headings", "semantic"] = Field(
-        "headings", description="headings: split at headings, then by tokens; semantic: also at topic shifts."
+    method: str = Field(
+        "headings",
+        description="The chunker: headings: split at headings, then by tokens; semantic: also at topic "
+        "shifts; or a registered one.",
     )
     semantic_percentile: float = Field(
         10.0,
@@ -58,6 +58,11 @@ class ChunkingOptions(BaseModel):
         description="Contextual enrichment: the LLM situates each chunk in its document before indexing.",
     )
 
+    @field_validator("method")
+    @classmethod
+    def _known_chunker(cls, method: str) -> str:
+        return CHUNKERS.check(method)
+
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkingOptions:
         if self.overlap_tokens >= self.max_tokens:
@@ -65,6 +70,23 @@ class ChunkingOptions(BaseModel):
                 f"overlap_tokens ({self.overlap_tokens}) must be smaller than max_tokens ({self.max_tokens})"
             )
         return self
+
+
+Embed = Callable[[list[str]], np.ndarray]  # texts → unit vectors
+
+
+@dataclass(frozen=True, slots=True)
+class Chunker:
+    """How a section's blocks are grouped before each group is packed into chunks of at most
+    ``max_tokens`` (a group never shares a chunk with another); ``needs_embedder`` says the
+    grouping embeds text (so its files convert where the embedder is)."""
+
+    group: Callable[[list[Block], Embed | None, ChunkingOptions], list[list[Block]]]
+    needs_embedder: bool = False
+
+
+# The chunkers, one module each in index_build/chunkers/.
+CHUNKERS: Registry[Chunker] = Registry("chunker", "index_build.chunkers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +149,9 @@ def chunk_pieces(
     embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> list[tuple[Chunk, tuple[Piece, ...]]]:
     """:func:`chunk_document`, with the paragraphs and table parts each chunk was packed from."""
-    if options.method == "semantic" and embed is None:
-        raise ValueError("the semantic chunker needs an embed function")
+    chunker = CHUNKERS[options.method]
+    if chunker.needs_embedder and embed is None:
+        raise ValueError(f"the {options.method} chunker needs an embed function")
     chunks: list[tuple[Chunk, tuple[Piece, ...]]] = []
     headings: list[tuple[int, str]] = []
     section: list[Block] = []
@@ -136,11 +159,7 @@ def chunk_pieces(
 
     def flush() -> None:
         path = tuple(text for _, text in headings)
-        groups = (
-            semantic_groups(section, embed, options.semantic_percentile)
-            if embed and options.method == "semantic"
-            else [section]
-        )
+        groups = chunker.group(section, embed, options)
         packed = [
             units
             for group in groups
@@ -173,44 +192,6 @@ def chunk_pieces(
             section.append(block)
     flush()
     return chunks
-
-
-def semantic_groups(
-    blocks: list[Block], embed: Callable[[list[str]], np.ndarray], percentile: float
-) -> list[list[Block]]:
-    """Split a section's blocks into topic groups at drops in adjacent-sentence similarity.
-
-    Text blocks are split into sentences; tables stay whole. A group ends before unit
-    ``i + 1`` when ``sim(i, i + 1)`` is below the given percentile of the section's adjacent
-    similarities. Consecutive sentences of a group are joined back into one text block.
-    """
-    units = [
-        Block("text", sentence, block.page) if block.kind == "text" else block
-        for block in blocks
-        for sentence in (_SENTENCES.split(block.text) if block.kind == "text" else [block.text])
-        if sentence.strip()
-    ]
-    if len(units) < 3:
-        return [blocks] if blocks else []
-    vectors = embed([u.text for u in units])
-    similarities = np.sum(vectors[:-1] * vectors[1:], axis=1)
-    cut = float(np.percentile(similarities, percentile))
-    groups: list[list[Block]] = [[units[0]]]
-    for unit, similarity in zip(units[1:], similarities):
-        if similarity < cut:
-            groups.append([])
-        groups[-1].append(unit)
-    return [_rejoin(group) for group in groups]
-
-
-def _rejoin(units: list[Block]) -> list[Block]:
-    blocks: list[Block] = []
-    for unit in units:
-        if blocks and unit.kind == "text" and blocks[-1].kind == "text" and blocks[-1].page == unit.page:
-            blocks[-1] = Block("text", f"{blocks[-1].text} {unit.text}", unit.page)
-        else:
-            blocks.append(unit)
-    return blocks
 
 
 def _pack_section(

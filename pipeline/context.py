@@ -18,16 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.evidence import EvidenceSearch, select_evidence
-from pipeline.ordering import ContextOrder, Sentence, cluster_order, dedupe, order_ping_pong, split_sentences
+from pipeline.evidence import EvidenceSearch
 from pipeline.protocols import Tokenizer
-from pipeline.selection import Item, select
+from pipeline.registry import Registry
+from pipeline.selection import Item
 from pipeline.types import Chunk, EvidenceUnit, SearchHit, place_label
-
-ContextSelection = Literal["topk", "mmr", "fps", "sentences", "evidence"]
-CONTEXT_SELECTIONS: tuple[str, ...] = ("topk", "mmr", "fps", "sentences", "evidence")
 
 
 class ContextConfig(BaseModel):
@@ -35,14 +32,16 @@ class ContextConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    selection: ContextSelection = Field(
+    selection: str = Field(
         "evidence",
-        description="How the LLM's context is chosen under the token budget; evidence: sentences and "
-        "table rows of the documents the question needs, each document covered first.",
+        description="How the LLM's context is chosen under the token budget (topk, mmr, fps, sentences, "
+        "evidence, or a registered one); evidence: sentences and table rows of the documents the "
+        "question needs, each document covered first.",
     )
-    order: ContextOrder = Field(
+    order: str = Field(
         "document",
-        description="How the selected context is ordered (document: by document, then reading order).",
+        description="How the selected context is ordered (score, document, pingpong, cluster, or a "
+        "registered one; document: by document, then reading order).",
     )
     budget_tokens: int = Field(
         2000, ge=64, description="Token budget of the context (T_max) for `search --context` and evaluation."
@@ -59,6 +58,16 @@ class ContextConfig(BaseModel):
     cluster_within: Literal["aggregation", "score"] = Field(
         "aggregation", description="Order inside a sentence cluster."
     )
+
+    @field_validator("selection")
+    @classmethod
+    def _known_selection(cls, selection: str) -> str:
+        return SELECTIONS.check(selection)
+
+    @field_validator("order")
+    @classmethod
+    def _known_order(cls, order: str) -> str:
+        return ORDERINGS.check(order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,59 @@ class ContextPiece:
     @property
     def key(self) -> str:
         return self.unit.unit_id if self.unit is not None else f"{self.chunk.chunk_id}:{self.text[:64]}"
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionInput:
+    """What a selection strategy chooses from: the retrieved hits (or, for ``evidence``, the
+    in-document search's candidates), under ``config.budget_tokens`` as ``tokenizer`` counts;
+    a strategy may add entries to ``trace``."""
+
+    hits: Sequence[SearchHit]
+    config: ContextConfig
+    tokenizer: Tokenizer
+    chunk_vector: Callable[[Chunk], np.ndarray]
+    evidence: EvidenceSearch | None = None
+    sentence_scorer: Callable[[Sequence[str]], Sequence[float]] | None = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
+Selection = Callable[[SelectionInput], list["ContextPiece"]]
+# The context selection strategies, one module each in pipeline/selections/.
+SELECTIONS: Registry[Selection] = Registry("context selection", "pipeline.selections")
+
+
+def choose_passages(
+    selection: SelectionInput, choose: Callable[[list[Item], int], list[Item]]
+) -> list[ContextPiece]:
+    """Whole passages, chosen by ``choose`` (items, budget → the items kept, in context order)."""
+    tokenizer, chunk_vector = selection.tokenizer, selection.chunk_vector
+    hits = selection.hits
+    items = [
+        Item(h.chunk.chunk_id, h.chunk.text, tokenizer.count(h.chunk.text), h.score, chunk_vector(h.chunk))
+        for h in hits
+    ]
+    by_key = {h.chunk.chunk_id: h for h in hits}
+    return [
+        ContextPiece(by_key[i.key].chunk, i.text, i.score)
+        for i in choose(items, selection.config.budget_tokens)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class OrderInput:
+    """What an ordering arranges: the selected pieces, the configuration, the pieces' vectors
+    (:class:`SentenceVectors`) and the query's vector."""
+
+    pieces: list[ContextPiece]
+    config: ContextConfig
+    vectors: Callable[[Sequence[ContextPiece]], np.ndarray]
+    query_vector: np.ndarray
+
+
+Ordering = Callable[[OrderInput], list["ContextPiece"]]
+# The context orderings, one module each in pipeline/orderings/.
+ORDERINGS: Registry[Ordering] = Registry("context order", "pipeline.orderings")
 
 
 def render_pieces(pieces: Sequence[ContextPiece]) -> str:
@@ -210,23 +272,9 @@ def build_context(
             {"step": "select_context", "note": "no evidence units in the index: top-k passages used"}
         )
         selection = "topk"
-    if selection == "evidence" and evidence is not None:
-        trace.append(evidence.trace)
-        chosen = select_evidence(evidence, config.budget_tokens, tokenizer)
-        pieces = [ContextPiece(c.chunk, c.unit.text, c.score, c.document_rank, c.unit) for c in chosen]
-    elif selection == "sentences":
-        pieces = _select_sentences(hits, config, tokenizer, sentence_scorer, trace)
-    else:
-        items = [
-            Item(
-                h.chunk.chunk_id, h.chunk.text, tokenizer.count(h.chunk.text), h.score, chunk_vector(h.chunk)
-            )
-            for h in hits
-        ]
-        params = {"alpha": config.mmr_alpha, "window": config.mmr_window or 0, "weight": config.fps_weight}
-        chosen = select(selection, items, config.budget_tokens, **params)
-        by_key = {h.chunk.chunk_id: h for h in hits}
-        pieces = [ContextPiece(by_key[i.key].chunk, i.text, i.score) for i in chosen]
+    pieces = SELECTIONS[selection](
+        SelectionInput(hits, config, tokenizer, chunk_vector, evidence, sentence_scorer, trace)
+    )
     tokens = sum(tokenizer.count(p.text) for p in pieces) + sum(
         tokenizer.count(p.unit.table_header) for p in _first_of_each_table(pieces)
     )
@@ -245,7 +293,9 @@ def build_context(
     ordered = (
         _order_evidence(pieces, config)
         if selection == "evidence"
-        else _order(pieces, config, _SentenceVectors(chunk_vector, stored_vectors), query_vector)
+        else ORDERINGS[config.order](
+            OrderInput(pieces, config, SentenceVectors(chunk_vector, stored_vectors), query_vector)
+        )
     )
     trace.append(
         {
@@ -277,37 +327,8 @@ def _order_evidence(pieces: list[ContextPiece], config: ContextConfig) -> list[C
     return sorted(pieces, key=lambda p: (p.group, p.key))
 
 
-def _select_sentences(
-    hits: Sequence[SearchHit],
-    config: ContextConfig,
-    tokenizer: Tokenizer,
-    scorer: Callable[[Sequence[str]], Sequence[float]] | None,
-    trace: list[dict[str, Any]],
-) -> list[ContextPiece]:
-    pool = [
-        (hit, sentence, position)
-        for hit in hits
-        for position, sentence in enumerate(split_sentences(hit.chunk.text))
-    ]
-    kept = [pool[i] for i in dedupe([s for _, s, _ in pool], config.dedupe_threshold)]
-    scores = [hit.score for hit, _, _ in kept]
-    if scorer is not None and config.top_sentences:
-        scores = list(scorer([s for _, s, _ in kept]))
-        best = sorted(range(len(kept)), key=lambda i: -scores[i])[: config.top_sentences]
-        keep = sorted(best)
-        kept, scores = [kept[i] for i in keep], [scores[i] for i in keep]
-    trace.append({"step": "sentences", "pooled": len(pool), "after_dedupe": len(kept)})
-    pieces, used = [], 0
-    for (hit, sentence, _), score in zip(kept, scores):
-        size = tokenizer.count(sentence)
-        if used + size <= config.budget_tokens:
-            pieces.append(ContextPiece(hit.chunk, sentence, score))
-            used += size
-    return pieces
-
-
 @dataclass(frozen=True, slots=True)
-class _SentenceVectors:
+class SentenceVectors:
     """Vectors of context pieces: those stored at ingest, else the vector of the piece's chunk."""
 
     chunk_vector: Callable[[Chunk], np.ndarray]
@@ -319,36 +340,3 @@ class _SentenceVectors:
             v if v is not None else self.chunk_vector(p.chunk) for p, v in zip(pieces, found, strict=True)
         ]
         return np.vstack(vectors) if vectors else np.zeros((0, 0), np.float32)
-
-
-def _order(
-    pieces: list[ContextPiece],
-    config: ContextConfig,
-    sentence_vectors: _SentenceVectors,
-    query_vector: np.ndarray,
-) -> list[ContextPiece]:
-    if config.order == "score":
-        return sorted(pieces, key=lambda p: -p.score)
-    if config.order == "document":
-        # Chunk ids are "<doc id>-<ordinal>", so sorting them restores each document's order.
-        return sorted(pieces, key=lambda p: p.chunk.chunk_id)
-    if config.order == "pingpong":
-        ranked = sorted(pieces, key=lambda p: -p.score)
-        return order_ping_pong(ranked, *config.pingpong)
-    if config.order == "cluster":
-        if not pieces:
-            return []
-        units = pieces if config.selection == "sentences" else _as_sentences(pieces)
-        sentences = [Sentence(p.text, p.chunk.chunk_id, i, p.score) for i, p in enumerate(units)]
-        vectors = sentence_vectors(units)
-        groups = cluster_order(sentences, vectors, query_vector, within=config.cluster_within)
-        return [
-            ContextPiece(units[s.position].chunk, s.text, s.score, group)
-            for group, members in enumerate(groups)
-            for s in members
-        ]
-    raise ValueError(f"unknown context order {config.order!r}")
-
-
-def _as_sentences(pieces: list[ContextPiece]) -> list[ContextPiece]:
-    return [ContextPiece(p.chunk, s, p.score) for p in pieces for s in split_sentences(p.text)]

@@ -1,30 +1,22 @@
 """Fusion of the BM25 and dense branches into one ranking. Pure functions over small records.
 
-Three methods, chosen by setting and compared in ``docfinder eval retrieval``:
-
-- ``reference``: the formula of the reference documentation assistant,
-  ``s = α · s_vec · w_coll + (1 − α) · 0.1 · s_bm25 / (r_bm25 + 1)``, where ``s_vec`` and
-  ``s_bm25`` are the (reranker, else branch) scores of candidates found by the dense and the
-  BM25 branch, ``r_bm25`` the candidate's 0-based BM25 rank and ``w_coll`` its collection
-  boost. It assumes reranker scores on both branches.
-- ``rrf``: reciprocal rank fusion, ``Σ 1 / (k + rank)`` with 1-based ranks and ``k = 60``.
-- ``convex``: ``w · norm(s_dense) + (1 − w) · norm(s_bm25)``, each branch min-max
-  normalised over this query's candidates; a candidate missing from a branch gets 0 there.
-
-Collection boosts multiply the fused score in ``rrf`` and ``convex`` (in ``reference`` they
-weight the dense term, as the formula says).
+Each method is a module of :mod:`pipeline.fusions` registered by name in :data:`FUSIONS`,
+chosen by setting and compared in ``docfinder eval retrieval``: ``reference`` (the reference
+documentation assistant's formula, for reranker scores), ``rrf`` (reciprocal rank fusion) and
+``convex`` (min-max normalised scores, weighted). Collection boosts multiply the fused score
+in ``rrf`` and ``convex`` (in ``reference`` they weight the dense term, as the formula says).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TypeVar
+
+from pipeline.registry import Registry
 
 K = TypeVar("K", bound=Hashable)
 
-FusionMethod = Literal["reference", "rrf", "convex"]
-FUSION_METHODS: tuple[str, ...] = ("reference", "rrf", "convex")
 RRF_K = 60
 REFERENCE_ALPHA = 0.7
 
@@ -60,8 +52,23 @@ def min_max(scores: Mapping[str, float]) -> dict[str, float]:
     return {key: (value - low) / (high - low) for key, value in scores.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class FusionParams:
+    """The knobs a fusion may read (from :class:`pipeline.retrieval.RetrievalConfig`)."""
+
+    alpha: float = REFERENCE_ALPHA
+    dense_weight: float = 0.5
+    rrf_k: int = RRF_K
+
+
+Boost = Callable[[str], float]  # a candidate's key → its collection weight (w_coll)
+# A fusion: the BM25 and dense branches' candidates, the boosts and the knobs → score per key.
+Fusion = Callable[[Sequence[BranchHit], Sequence[BranchHit], Boost, FusionParams], dict[str, float]]
+FUSIONS: Registry[Fusion] = Registry("fusion method", "pipeline.fusions")
+
+
 def fuse(
-    method: FusionMethod,
+    method: str,
     bm25: Sequence[BranchHit],
     dense: Sequence[BranchHit],
     *,
@@ -72,26 +79,7 @@ def fuse(
 ) -> list[tuple[str, float]]:
     """Fuse the two branches; returns (key, score) best first. ``boosts`` maps key → w_coll."""
     boost = (lambda key: boosts.get(key, 1.0)) if boosts else (lambda key: 1.0)
-    if method == "reference":
-        scores: dict[str, float] = {}
-        for hit in dense:
-            scores[hit.key] = scores.get(hit.key, 0.0) + alpha * hit.score * boost(hit.key)
-        for hit in bm25:
-            scores[hit.key] = scores.get(hit.key, 0.0) + (1 - alpha) * 0.1 * hit.score / (hit.rank + 1)
-    elif method == "rrf":
-        fused = reciprocal_rank_fusion([[h.key for h in bm25], [h.key for h in dense]], k=rrf_k)
-        scores = {key: value * boost(key) for key, value in fused}
-    elif method == "convex":
-        dense_norm = min_max({h.key: h.score for h in dense})
-        bm25_norm = min_max({h.key: h.score for h in bm25})
-        keys = list(dict.fromkeys([h.key for h in dense] + [h.key for h in bm25]))
-        scores = {
-            key: (dense_weight * dense_norm.get(key, 0.0) + (1 - dense_weight) * bm25_norm.get(key, 0.0))
-            * boost(key)
-            for key in keys
-        }
-    else:
-        raise ValueError(f"unknown fusion method {method!r}; choose one of {', '.join(FUSION_METHODS)}")
+    scores = FUSIONS[method](bm25, dense, boost, FusionParams(alpha, dense_weight, rrf_k))
     return sorted(scores.items(), key=lambda item: -item[1])
 
 

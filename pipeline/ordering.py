@@ -22,9 +22,6 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
-ContextOrder = Literal["score", "document", "pingpong", "cluster"]
-CONTEXT_ORDERS: tuple[str, ...] = ("score", "document", "pingpong", "cluster")
-
 T = TypeVar("T")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9$])")

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.expansion import Glossary, expand
-from pipeline.fusion import BranchHit, FusionMethod, fuse, merge_variants, threshold_and_cap
+from pipeline.fusion import FUSIONS, BranchHit, fuse, merge_variants, threshold_and_cap
 from pipeline.mmr import mmr_select
 from pipeline.protocols import Embedder
 from pipeline.types import Chunk, SearchHit, model_text
@@ -83,9 +83,10 @@ class RetrievalConfig(BaseModel):
     min_score: float | None = Field(
         None, description="Drop fused results scoring below this; unset keeps all."
     )
-    fusion: FusionMethod | Literal["auto"] = Field(
+    fusion: str = Field(
         "auto",
-        description="Branch fusion; auto = reference formula with a reranker, else convex (best measured).",
+        description="Branch fusion (reference, rrf, convex, or a registered one); auto = reference "
+        "formula with a reranker, else convex (best measured).",
     )
     alpha: float = Field(0.7, ge=0, le=1, description="α of the reference fusion formula.")
     dense_weight: float = Field(
@@ -106,6 +107,11 @@ class RetrievalConfig(BaseModel):
         description="Convex fusion without a reranker: score each branch's candidates on the other "
         "branch too, so no candidate is fused with a missing score.",
     )
+
+    @field_validator("fusion")
+    @classmethod
+    def _known_fusion(cls, fusion: str) -> str:
+        return fusion if fusion == "auto" else FUSIONS.check(fusion)
 
     def resolved(self, reranking: bool) -> RetrievalConfig:
         """This configuration with ``auto`` fusion made concrete: measured on SciFact, the

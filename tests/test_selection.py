@@ -12,7 +12,10 @@ from pipeline.ordering import (
     order_ping_pong,
     split_sentences,
 )
-from pipeline.selection import Item, select_fps, select_mmr, select_topk
+from pipeline.selection import Item
+from pipeline.selections.fps import select_fps
+from pipeline.selections.mmr import select_mmr
+from pipeline.selections.topk import select_topk
 
 
 def item(key, score, vector, tokens=10):

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from index_build.chunking import ChunkingOptions, chunk_document, semantic_groups
+from index_build.chunkers.semantic import semantic_groups
+from index_build.chunking import ChunkingOptions, chunk_document
 from index_build.document import Block, ParsedDocument
 from index_build.version import approximate_nearest
 from pipeline.sparse import distinctive_tokens, find_sparse, nearest_neighbour_similarity, rank_sparse

@@ -20,9 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from index_build.limits import limit_setting
-from pipeline.context import CONTEXT_SELECTIONS
+from pipeline.context import ORDERINGS, SELECTIONS
 from pipeline.errors import ConfigurationError, DocfinderError
-from pipeline.ordering import CONTEXT_ORDERS
 from pipeline.retrieval import SEARCH_MODES
 from pipeline.streaming import AnswerToken
 from pipeline.wording import describe_step, evidence_preview, status_text
@@ -90,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print hits as JSON")
     search.add_argument("--trace", action="store_true", help="show what each retrieval stage did")
     search.add_argument("--context", action="store_true", help="also assemble the LLM context from the hits")
-    search.add_argument("--select", choices=CONTEXT_SELECTIONS, help="context selection (default: setting)")
-    search.add_argument("--order", choices=CONTEXT_ORDERS, help="context order (default: setting)")
+    search.add_argument("--select", choices=SELECTIONS.names(), help="context selection (default: setting)")
+    search.add_argument("--order", choices=ORDERINGS.names(), help="context order (default: setting)")
     search.add_argument("--budget", type=int, help="context token budget (default: setting)")
 
     ask = commands.add_parser("ask", help="answer a question with citations (needs an LLM)")
