@@ -16,27 +16,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from index_build.snapshot import IndexSnapshot
-from index_build.version import FileRecord
-from pipeline.answers import (
-    LOCAL_CALLER,
-    AgentAnswer,
-    AskResult,
-    Caller,
-    Feedback,
-    FeedbackRecord,
-    Platform,
-    StatusSink,
-    TokenSink,
-)
-from pipeline.context import Context, ContextConfig, Retrieved
-from pipeline.documents import DocumentScope
 from pipeline.protocols import Embedder
 from pipeline.retrieval import Reranker
-from pipeline.types import Chunk
 from server.core import status
 from server.core.parts import compose
-from server.core.search import SearchResult
 from server.runtime.supervised_server import SupervisedServer
 from server.settings import Settings
 from server.stores.conversations import ConversationStore
@@ -97,8 +80,27 @@ class DocfinderService:
             llm_server=llm_server,
             llm_history=llm_history,
         )
-        self.metrics = self.parts.metrics
-        self.retrieval = self.parts.searcher.retrieval
+        parts = self.parts
+        self.metrics = parts.metrics
+        self.retrieval = parts.searcher.retrieval
+        # Each call goes to the part whose job it is (server/core/).
+        self.ask = parts.asker.ask  # answer a question with citations, in its conversation
+        self.run_candidate = parts.asker.run_candidate  # a program on a question, unrecorded
+        self.search = parts.searcher.search  # rank passages; with a context config, select them too
+        self.assemble_context = parts.searcher.assemble_context
+        self.passages_of = parts.searcher.passages_of
+        self.passage = parts.searcher.passage
+        self.document = parts.searcher.document
+        self.list_collections = parts.searcher.list_collections
+        self.check_question = parts.access.check_question
+        self.public_source = parts.access.public_source
+        self.record_feedback = parts.feedback.record_feedback
+        self.remember_message = parts.feedback.remember_message
+        self.answer_for_message = parts.feedback.answer_for_message
+        self.retract_feedback = parts.feedback.retract_feedback
+        self.start_llm = parts.llm.start  # make the LLM ready now, not on the first question
+        self.language_model = parts.llm.get
+        self.dspy_settings = parts.llm.dspy_settings
 
     async def __aenter__(self) -> DocfinderService:
         def load() -> None:
@@ -145,116 +147,6 @@ class DocfinderService:
     def llm_server(self) -> SupervisedServer | None:
         """The embedded model's server process once started (None for a configured LLM server)."""
         return self.parts.llm.server
-
-    async def start_llm(self) -> None:
-        """Make the LLM ready now, not on the first question (see :meth:`LanguageModel.start`)."""
-        await self.parts.llm.start()
-
-    async def language_model(self) -> Any:
-        return await self.parts.llm.get()
-
-    async def dspy_settings(self) -> dict[str, Any]:
-        return await self.parts.llm.dspy_settings()
-
-    # Asking (server.core.ask).
-
-    async def ask(
-        self,
-        question: str,
-        *,
-        conversation_id: str | None = None,
-        collections: list[str] | None = None,
-        on_status: StatusSink | None = None,
-        on_token: TokenSink | None = None,
-        caller: Caller = LOCAL_CALLER,
-    ) -> AskResult:
-        """Answer ``question`` with citations; see :meth:`server.core.ask.Asker.ask`."""
-        return await self.parts.asker.ask(
-            question,
-            conversation_id=conversation_id,
-            collections=collections,
-            on_status=on_status,
-            on_token=on_token,
-            caller=caller,
-        )
-
-    async def run_candidate(
-        self, agent: AnswerAgent, question: str, trace: list[Any] | None = None
-    ) -> AgentAnswer:
-        return await self.parts.asker.run_candidate(agent, question, trace)
-
-    # Searching (server.core.search).
-
-    async def search(
-        self,
-        query: str,
-        *,
-        k: int | None = None,
-        mode: str = "hybrid",
-        collections: list[str] | None = None,
-        domain: str | None = None,
-        variants: list[str] | None = None,
-        context: ContextConfig | None = None,
-        pinned: IndexSnapshot | None = None,
-        scoped: bool = True,
-        scope: DocumentScope | None = None,
-        caller: Caller = LOCAL_CALLER,
-        admitted: bool = False,
-    ) -> SearchResult:
-        """Rank passages for ``query``; see :meth:`server.core.search.Searcher.search`."""
-        return await self.parts.searcher.search(
-            query,
-            k=k,
-            mode=mode,
-            collections=collections,
-            domain=domain,
-            variants=variants,
-            context=context,
-            pinned=pinned,
-            scoped=scoped,
-            scope=scope,
-            caller=caller,
-            admitted=admitted,
-        )
-
-    async def assemble_context(self, result: SearchResult, context: ContextConfig) -> Context:
-        return await self.parts.searcher.assemble_context(result, context)
-
-    def passages_of(self, result: SearchResult, snapshot: IndexSnapshot) -> Retrieved:
-        return self.parts.searcher.passages_of(result, snapshot)
-
-    async def passage(self, passage_id: str, caller: Caller = LOCAL_CALLER) -> Chunk:
-        return await self.parts.searcher.passage(passage_id, caller)
-
-    async def document(
-        self, doc_id: str, page: int | None = None, caller: Caller = LOCAL_CALLER
-    ) -> tuple[str, FileRecord, list[Chunk]]:
-        return await self.parts.searcher.document(doc_id, page, caller)
-
-    async def list_collections(self, caller: Caller = LOCAL_CALLER) -> tuple[str, list[dict[str, Any]]]:
-        return await self.parts.searcher.list_collections(caller)
-
-    # Access (server.core.access).
-
-    def check_question(self, question: str) -> str:
-        return self.parts.access.check_question(question)
-
-    def public_source(self, source: str) -> str:
-        return self.parts.access.public_source(source)
-
-    # Feedback (server.core.feedback).
-
-    async def record_feedback(self, feedback: Feedback, caller: Caller | None = None) -> FeedbackRecord:
-        return await self.parts.feedback.record_feedback(feedback, caller)
-
-    async def remember_message(self, platform: Platform, message_ref: str, answer_id: str) -> None:
-        await self.parts.feedback.remember_message(platform, message_ref, answer_id)
-
-    async def answer_for_message(self, platform: Platform, message_ref: str) -> str:
-        return await self.parts.feedback.answer_for_message(platform, message_ref)
-
-    async def retract_feedback(self, answer_id: str, platform: Platform, user: str, reaction: str) -> int:
-        return await self.parts.feedback.retract_feedback(answer_id, platform, user, reaction)
 
     # Status (server.core.status).
 
