@@ -38,6 +38,7 @@ from bots.common import (
 )
 from bots.settings import SlackSettings
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
+from pipeline.citations import marker
 from pipeline.errors import DocfinderError
 from pipeline.streaming import DRAFT_INTERVAL_S, AnswerToken
 from pipeline.wording import error_message, evidence_preview, status_text
@@ -271,7 +272,7 @@ def answer_blocks(result: AskResult, reactions: Mapping[str, ReactionMeaning] = 
         lines = []
         for c in agent.citations:
             label = _escape(c.label()).replace("|", "/")
-            lines.append(f"[{c.n}] <{c.link}|{label}>" if c.link else f"[{c.n}] {label}")
+            lines.append(f"{marker(c.n)} <{c.link}|{label}>" if c.link else f"{marker(c.n)} {label}")
         blocks.append(
             {"type": "context", "elements": [{"type": "mrkdwn", "text": _truncate("\n".join(lines))}]}
         )

@@ -54,6 +54,7 @@ from bots.common import (
 )
 from bots.settings import TeamsSettings
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
+from pipeline.citations import marker
 from pipeline.errors import DocfinderError
 from pipeline.wording import error_message, evidence_preview
 
@@ -377,13 +378,18 @@ def answer_card(result: AskResult, reactions: Mapping[str, ReactionMeaning] = {}
         body.append({"type": "TextBlock", "text": "Evidence", "weight": "Bolder", "spacing": "Medium"})
         for q in agent.evidence:
             body.append(
-                {"type": "TextBlock", "text": f"[{q.n}] “{q.readable()}”", "wrap": True, "spacing": "Small"}
+                {
+                    "type": "TextBlock",
+                    "text": f"{marker(q.n)} “{q.readable()}”",
+                    "wrap": True,
+                    "spacing": "Small",
+                }
             )
     if agent.citations:
         body.append({"type": "TextBlock", "text": "Sources", "weight": "Bolder", "spacing": "Medium"})
         for c in agent.citations:
             label = c.label().replace("]", ")").replace("[", "(")
-            text = f"[{c.n}] [{label}]({c.link})" if c.link else f"[{c.n}] {label}"
+            text = f"{marker(c.n)} [{label}]({c.link})" if c.link else f"{marker(c.n)} {label}"
             body.append(
                 {"type": "TextBlock", "text": text, "wrap": True, "isSubtle": True, "spacing": "None"}
             )

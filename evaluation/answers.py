@@ -40,7 +40,8 @@ from evaluation.questions import (
 )
 from evaluation.report_format import read_jsonl
 from evaluation.retrieval import percentile
-from pipeline.answers import AgentAnswer, citation_link
+from pipeline.answers import AgentAnswer
+from pipeline.citations import citation_link
 from pipeline.errors import InvalidRequestError
 from pipeline.figures import figures, stated_figures
 from server.core.ingest import run_ingest

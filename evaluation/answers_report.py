@@ -8,6 +8,7 @@ from typing import Any
 
 from evaluation.answers import ALL_METRICS, metric_value, row_mean
 from evaluation.report_format import markdown_to_html, pyplot, save_chart, table_cell
+from pipeline.citations import marker
 
 WORST_ANSWERS = 10
 ANSWER_PREVIEW_CHARS = 400
@@ -106,7 +107,7 @@ def _place(citation: dict[str, Any]) -> str:
     """``[n] file p. x`` for one cited source."""
     first_page = citation["pages"][0] if citation.get("pages") else 0
     page = f" p. {first_page}" if first_page else ""
-    return f"[{citation['n']}] {Path(citation['source']).name}{page}"
+    return f"{marker(citation['n'])} {Path(citation['source']).name}{page}"
 
 
 def _shown(value: float | None) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.feedback_report import is_good, load_items
-from pipeline.answers import citation_link
+from pipeline.citations import citation_link
 from server.service import DocfinderService
 
 

@@ -26,18 +26,16 @@ a judge error for that metric, counted and reported, never a score.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import dspy
 
+from pipeline.citations import marked_numbers, marker, strip_markers
 from pipeline.ordering import split_sentences
 
 Verdict = Literal["yes", "no"]
-_CITATION = re.compile(r"\[(\d+)\]")
-_CITATION_MARK = re.compile(r"\s*\[\d+\]")  # with the space before it
 _MIN_STATEMENT_CHARS = 12  # shorter pieces ("Yes.", a bare citation) are not claims
 
 
@@ -102,15 +100,11 @@ JUDGED_METRICS = (
 )
 
 
-def _without_citations(sentence: str) -> str:
-    return " ".join(_CITATION_MARK.sub("", sentence).split())
-
-
 def statements(text: str) -> list[str]:
     """The sentences of ``text`` as claims to judge, citation markers removed."""
     found = []
     for sentence in split_sentences(text):
-        plain = _without_citations(sentence)
+        plain = strip_markers(sentence)
         if len(plain) >= _MIN_STATEMENT_CHARS and any(c.isalpha() for c in plain):
             found.append(plain)
     return found
@@ -123,8 +117,8 @@ def citation_pairs(answer: str, passages: int) -> list[tuple[str, int]]:
     """
     cited: list[tuple[str, list[int]]] = []
     for sentence in split_sentences(answer):
-        plain = _without_citations(sentence)
-        numbers = [int(n) for n in _CITATION.findall(sentence) if 1 <= int(n) <= passages]
+        plain = strip_markers(sentence)
+        numbers = marked_numbers(sentence, passages)
         if any(c.isalpha() for c in plain) or not cited:
             cited.append((plain, numbers))
         else:
@@ -165,7 +159,7 @@ class AnswerJudge(dspy.Module):
         """The judged ``metrics`` of ``case`` (run under the judge's ``dspy.context``)."""
         judgement = Judgement()
         claims = statements(case.answer) if case.answered else []
-        passages = [f"[{n}] {text}" for n, text in enumerate(case.context, start=1)]
+        passages = [f"{marker(n)} {text}" for n, text in enumerate(case.context, start=1)]
         context = "\n\n".join(passages)
         pairs = citation_pairs(case.answer, len(case.context)) if case.answered else []
         reference = statements(case.reference) if case.reference else []

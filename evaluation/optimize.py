@@ -46,7 +46,8 @@ from evaluation.extra import require
 from evaluation.feedback_report import is_good, load_items
 from evaluation.judge import AnswerJudge, JudgeCase
 from evaluation.questions import Question
-from pipeline.answers import AgentAnswer, citation_link
+from pipeline.answers import AgentAnswer
+from pipeline.citations import citation_link
 from pipeline.errors import InvalidRequestError
 from pipeline.figures import figures, stated_figures
 from pipeline.text import analyze

@@ -6,10 +6,9 @@ on these small types and never on the composition root that builds the real serv
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
-from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -236,22 +235,3 @@ class AnsweringService(Protocol):
     async def answer_for_message(self, platform: Platform, message_ref: str) -> str:
         """The answer id a chat message shows; raises ``NotFoundError`` for any other message."""
         ...
-
-
-def citation_link(source: str, pages: tuple[int, int], url_prefixes: Mapping[str, str] = {}) -> str:
-    """A link that opens ``source`` at its first cited page.
-
-    A local path under one of ``url_prefixes`` (local prefix → URL prefix) becomes that URL,
-    any other local path a ``file://`` URL; PDFs get ``#page=N``, which browsers honour.
-    """
-    link = source
-    if "://" not in source:
-        for local, url in sorted(url_prefixes.items(), key=lambda item: -len(item[0])):
-            if source.startswith(local):
-                link = url.rstrip("/") + "/" + quote(source[len(local) :].lstrip("/"))
-                break
-        else:
-            link = "file://" + quote(source)
-    if source.lower().endswith(".pdf") and pages[0] > 0:
-        link += f"#page={pages[0]}"
-    return link

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pipeline.answers import Quote
+from pipeline.citations import LEADING_MARKERS, blank_markers, cited_numbers
 from pipeline.context import Passage
 from pipeline.figures import figures, unstated_figures, written_forms
 from pipeline.ordering import split_sentences
@@ -42,8 +43,6 @@ NOT_IN_DOCUMENTS = "The documents do not say."
 NEAREST_EVIDENCE = "The nearest they come:"
 DOCUMENTS_SAY = "The documents say:"
 
-_CITATION = re.compile(r"\[(\d+)\]")
-_LEADING_CITATIONS = re.compile(r"^(?:\s*\[\d+\])+[.,;]?\s*")
 _NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][\w'’&.-]*[A-Za-z]")
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|neither|nor|cannot|can't|won't|isn't|aren't|wasn't|doesn't|didn't|"
@@ -145,7 +144,7 @@ def answer_sentences(reply: str) -> list[str]:
     """The reply's sentences, each with the citations written after its full stop ("... 2023. [2]")."""
     sentences: list[str] = []
     for sentence in split_sentences(reply):
-        leading = _LEADING_CITATIONS.match(sentence)
+        leading = LEADING_MARKERS.match(sentence)
         if leading and sentences:
             sentences[-1] = f"{sentences[-1]} {leading.group().strip()}"
             sentence = sentence[leading.end() :]
@@ -164,7 +163,7 @@ def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
         return False
     asked = set(analyze(question))
     found = set(analyze("\n".join(evidence)))
-    said = {t for t in analyze(_CITATION.sub(" ", text)) if not t.isdigit()}
+    said = {t for t in analyze(blank_markers(text)) if not t.isdigit()}
     return not (said - asked) & found
 
 
@@ -195,7 +194,7 @@ def _problem(
 
 def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
     """Capitalised words past the sentence's first that neither the cited evidence nor the question has."""
-    body = _CITATION.sub(" ", sentence)
+    body = blank_markers(sentence)
     known = f"{evidence}\n{question}".lower()
     words = _NAME_WORD.findall(body)
     return [w for w in words[1:] if body.find(w) > 0 and not _known_name(w, known)]
@@ -225,11 +224,6 @@ def readable_unit(quote: QuoteCandidate) -> str:
     return Quote(
         quote.n, quote.text, quote.source, (quote.page, quote.page), (), "", quote.table_header
     ).readable()
-
-
-def cited_numbers(text: str, passages: int) -> set[int]:
-    """The passage numbers ``text`` cites that exist."""
-    return {int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= passages}
 
 
 def _evidence(passage: Passage) -> str:

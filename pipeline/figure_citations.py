@@ -15,11 +15,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipeline.citations import MARKERS_AFTER, marker
 from pipeline.figures import all_numbers, as_written, figure_spans, stated_figures, unstated_figures
 from pipeline.text import analyze
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")  # a line of a list ends its item
-_MARKERS_AFTER = re.compile(r"\s*(?:\[\d+\])+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ def cite_figure_sources(
         if passage not in added.setdefault(at, []):
             added[at].append(passage)
     for at in sorted(added, reverse=True):
-        markers = "".join(f"[{n}]" for n in added[at])
+        markers = "".join(marker(n) for n in added[at])
         answer = answer[:at] + ("" if answer[:at].endswith("]") else " ") + markers + answer[at:]
     return answer, citations
 
@@ -91,5 +91,5 @@ def _marker_offset(text: str, at: int) -> int:
         return len(text.rstrip())
     if end.group() == "\n":
         return len(text[: end.start()].rstrip())
-    after = _MARKERS_AFTER.match(text, end.end())
+    after = MARKERS_AFTER.match(text, end.end())
     return after.end() if after else end.start()

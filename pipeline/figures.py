@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 
+from pipeline.citations import MARKER
+
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b")
 _LIST_MARKER = re.compile(r"(?m)^\s*\d{1,3}[.)]\s")
-_CITATION = re.compile(r"\[\d+\]")
 _NUMBER = re.compile(r"\(?\$?\d[\d,]*(?:\.\d+)?%?\)?")
 _YEAR = re.compile(r"^(19|20)\d\d$")
 _HYPHENATED_NAME = re.compile(r"\b\d+-[A-Za-z]+\b|\b[A-Za-z]+-\d+\b")  # "10-Q", "COVID-19": names
@@ -35,7 +36,7 @@ def normalise_figure(raw: str) -> str:
 def figures(text: str) -> set[str]:
     """The figures of ``text`` (see the module docstring)."""
     text = _SOURCE_LINE.sub("", text)
-    for pattern in (_CITATION, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
+    for pattern in (MARKER, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
         text = pattern.sub(" ", text)
     found = set()
     for raw in _NUMBER.findall(text):
@@ -95,7 +96,7 @@ def figure_spans(text: str, wanted: set[str]) -> dict[str, tuple[int, int]]:
     Citations, dates, list markers and names such as "10-Q" are skipped, as
     :func:`unstated_figures` skips them, so a figure is found where it stands as a figure.
     """
-    for pattern in (_CITATION, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
+    for pattern in (MARKER, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
         text = _blanked(pattern, text)
     spans: dict[str, tuple[int, int]] = {}
     for match in _NUMBER.finditer(text):

@@ -12,6 +12,7 @@ import re
 import unicodedata
 from typing import Any
 
+from pipeline.citations import marker
 from pipeline.errors import DocfinderError, InvalidRequestError, TransientError
 from pipeline.steps import Step
 
@@ -56,7 +57,7 @@ def evidence_preview(event: dict[str, Any]) -> str | None:
             if pages and pages[0]
             else _file_name(quote["source"])
         )
-        lines.append(f"[{quote['n']}] “{quote['text']}” ({where})")
+        lines.append(f"{marker(quote['n'])} “{quote['text']}” ({where})")
     return "\n".join(lines)
 
 

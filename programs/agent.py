@@ -35,17 +35,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import re
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import dspy
 
-from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink, citation_link
+from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink
+from pipeline.citations import citation_link, cited_numbers, has_markers, marker
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import LLMUnavailableError
-from pipeline.extractive import ComposedAnswer, cited_numbers, compose_answer, quoted_evidence
+from pipeline.extractive import ComposedAnswer, compose_answer, quoted_evidence
 from pipeline.figure_citations import cite_figure_sources
 from pipeline.quotes import choose_quotes
 from pipeline.steps import Step
@@ -72,13 +72,12 @@ LLM_UNAVAILABLE = (
     "The language model is not available right now, so I cannot write an answer. These sources look relevant:"
 )
 
-_CITATION = re.compile(r"\[(\d+)\]")
 MAX_APPENDED_MARKERS = 3  # citations added for an answer that declared its sources but cited none inline
 
 
 def number_passages(passages: Sequence[Passage]) -> str:
     """The passages as the generate step reads them: ``[n] title (period) — heading, p. x`` then the text."""
-    return "\n\n".join(f"[{n}] {p.evidence_label()}\n{p.text}" for n, p in enumerate(passages, start=1))
+    return "\n\n".join(f"{marker(n)} {p.evidence_label()}\n{p.text}" for n, p in enumerate(passages, start=1))
 
 
 def estimated_llm_tokens(text: str) -> int:
@@ -113,7 +112,7 @@ def with_citation_markers(answer: str, sources: Sequence[int], passage_texts: Se
     answer shares most (none that shares no word), so that a citation still points at what the
     answer rests on.
     """
-    if _CITATION.search(answer):
+    if has_markers(answer):
         return answer
     numbers = sorted({n for n in sources if 1 <= n <= len(passage_texts)})
     if len(numbers) > MAX_APPENDED_MARKERS:
@@ -123,7 +122,7 @@ def with_citation_markers(answer: str, sources: Sequence[int], passage_texts: Se
         numbers = sorted(
             [n for n in ranked if shared[n]][:MAX_APPENDED_MARKERS] or ranked[:MAX_APPENDED_MARKERS]
         )
-    return answer.rstrip() + " " + "".join(f"[{n}]" for n in numbers) if numbers else answer
+    return answer.rstrip() + " " + "".join(marker(n) for n in numbers) if numbers else answer
 
 
 def citations_for(
@@ -607,7 +606,7 @@ class _Run:
             )
             self.best = passages
             return True
-        supported_inputs = {"cited": ", ".join(f"[{numbers[p.chunk.chunk_id]}]" for p in cited)}
+        supported_inputs = {"cited": ", ".join(marker(numbers[p.chunk.chunk_id]) for p in cited)}
         useful = "code"
         if self.agent.concurrent_checks:
             useful_inputs = {"question": self.question, "answer": composed.kept}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,24 @@ def test_the_door_rule_catches_a_door_importing_another(tmp_path):
         "from server.doors.mcp_server import mount_mcp\nfrom server.doors.auth import Authenticator\n"
     )
     assert doors_reached_wrongly([rogue]) == {"http_api": ["mcp_server"]}
+
+
+CITATION_SYNTAX = re.compile(r"\\\[\(?\\d\+\)?\\\]")  # a regex literal for "[n]": \[\d+\] or \[(\d+)\]
+
+
+def modules_spelling_the_citation_syntax(paths) -> list[str]:
+    return sorted(f"{p.parent.name}/{p.name}" for p in paths if CITATION_SYNTAX.search(p.read_text()))
+
+
+def test_the_citation_syntax_lives_in_one_module():
+    """Every reader and writer of [n] markers goes through pipeline/citations.py."""
+    paths = [p for package in ALLOWED for p in (REPO / package).rglob("*.py")]
+    assert modules_spelling_the_citation_syntax(paths) == ["pipeline/citations.py"]
+
+
+def test_the_citation_rule_catches_a_second_parser(tmp_path):
+    (tmp_path / "rogue.py").write_text('import re\n_CITED = re.compile(r"\\[(\\d+)\\]")\n')
+    (tmp_path / "fine.py").write_text("from pipeline.citations import cited_numbers\n")
+    assert modules_spelling_the_citation_syntax(sorted(tmp_path.glob("*.py"))) == [
+        f"{tmp_path.name}/rogue.py"
+    ]

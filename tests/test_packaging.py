@@ -116,3 +116,10 @@ def test_the_serving_install_leaves_the_evaluation_packages_out():
         re.split(r"[\[<>=!~;\s]", requirement, maxsplit=1)[0].lower()
         for requirement in project["optional-dependencies"]["eval"]
     }
+
+
+def test_the_benchmarks_find_the_checkout_and_the_data_beside_it():
+    from evaluation import benchmarks
+
+    assert benchmarks.REPO == REPO and (benchmarks.REPO / "docs").is_dir()
+    assert REPO.parent / "shared" / "data" == benchmarks.DATA

@@ -37,6 +37,7 @@ from evaluation.answers import answer_row, evenly_spread
 from evaluation.questions import Question, corpus_name, dataset_docs, load_questions
 from evaluation.retrieval import percentile
 from pipeline.answers import AgentAnswer, Citation
+from pipeline.citations import cited_numbers
 from pipeline.figures import all_numbers, figures, stated_figures
 from programs.agent import number_passages
 from server.core.ingest import run_ingest
@@ -137,7 +138,7 @@ async def _ask_plain(service: Any, question: Question) -> dict[str, Any]:
     citations = [
         Citation(n, p.chunk.title, p.chunk.source, p.chunk.pages, p.chunk.heading_path, p.chunk.chunk_id)
         for n, p in enumerate(passages, start=1)
-        if f"[{n}]" in reply.answer
+        if n in cited_numbers(reply.answer, len(passages))
     ]
     answer = AgentAnswer(
         reply.answer, "answered", citations, {}, question.text, None, [{"llm_call": "plain"}]

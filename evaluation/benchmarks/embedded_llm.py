@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from evaluation.benchmarks import REPO
+
 PROMPT_CHARS = 4_000  # about 1,000 Qwen tokens of English prose
 GENERATED = 64
 RUNS = 3

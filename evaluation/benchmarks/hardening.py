@@ -27,8 +27,9 @@ from typing import Any
 
 import aiohttp
 
+from evaluation.benchmarks import REPO
 from evaluation.benchmarks.hostile import bench_hostile, bench_ingest_bomb
-from evaluation.benchmarks.load_fault import REPO, server_env, start_server
+from evaluation.benchmarks.load_fault import server_env, start_server
 from evaluation.doubles.fake_llm import FakeLLMServer
 from evaluation.retrieval import percentile
 from server.core.ingest import run_ingest

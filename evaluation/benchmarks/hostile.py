@@ -25,9 +25,10 @@ from typing import Any
 
 import aiohttp
 
+from evaluation.benchmarks import DATA
 from evaluation.doubles.hostile_files import huge_html, write_docx_bomb
 
-SEC_DOCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "sec10q" / "docs"
+SEC_DOCS = DATA / "sec10q" / "docs"
 BOMB_PARAGRAPHS = 400_000
 HTML_ROWS = 500_000  # about 22 MB
 BENCH_KEY = "hardening-bench-key-" + "7" * 24

@@ -32,6 +32,7 @@ from typing import Any
 
 import aiohttp
 
+from evaluation.benchmarks import REPO
 from evaluation.doubles.fake_llm import FakeLLMServer
 from evaluation.retrieval import percentile
 from index_build.layout import VERSIONS
@@ -39,7 +40,6 @@ from index_build.snapshot import open_version
 from server.core.ingest import run_ingest
 from server.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = [
     "How do I add documents to a collection?",
     "What happens when the language model is down?",

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evaluation.benchmarks import DATA
 from evaluation.benchmarks.answers import bench_answers
 from evaluation.benchmarks.embedded_llm import bench_embedded_llm
 from evaluation.benchmarks.hardening import bench_hardening
@@ -25,8 +26,6 @@ from evaluation.benchmarks.scale import bench_scale
 from evaluation.context import evaluate_context
 from evaluation.retrieval import evaluate_retrieval
 from server.settings import load_settings
-
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 
 def bench_retrieval(dataset: Path) -> dict:

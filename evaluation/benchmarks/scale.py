@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.benchmarks import REPO
 from index_build.builder import IngestOptions, VersionPart, write_version
 from index_build.layout import writer_lock
 from index_build.snapshot import open_live
@@ -46,7 +47,6 @@ WORDS_PER_CHUNK = 60
 CHUNKS_PER_DOCUMENT = 100
 QUERIES = 200
 MODES = ("bm25", "dense", "hybrid")
-REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 class RandomEmbedder:
@@ -170,7 +170,7 @@ def _serve(index_dir: Path, memory_map: bool) -> tuple[subprocess.Popen[str], di
     process = subprocess.Popen(
         [sys.executable, "-m", "evaluation.benchmarks.scale", "--probe", str(index_dir.resolve())]
         + ([] if memory_map else ["--no-memory-map"]),
-        cwd=REPOSITORY,
+        cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

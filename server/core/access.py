@@ -8,7 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.answers import AskResult, Caller, citation_link
+from pipeline.answers import AskResult, Caller
+from pipeline.citations import citation_link
 from pipeline.errors import ForbiddenError, InvalidRequestError, UnknownCollectionError
 from pipeline.wording import without_invisible
 from server.core.live_index import LiveIndex
