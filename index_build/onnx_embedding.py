@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from index_build.embedding import LocalEmbedder
+from index_build.embedding import LocalEmbedder, transformer_folder
 from index_build.sources import file_sha256
 from pipeline.errors import ConfigurationError
 
@@ -181,7 +181,8 @@ def _token_batches(ascending: np.ndarray, tokens: int, most: int) -> Iterator[sl
 
 
 def export_onnx(model_dir: Path, target: Path, *, quantized: bool) -> None:
-    """Export the sentence-transformers folder's transformer to ``target`` (int8 if asked).
+    """Export the sentence-transformers folder's transformer to ``target`` (int8 if asked), with
+    transformers alone.
 
     Attention is exported in its plain ("eager") form: the default scaled-dot-product form
     traces into ``IsNaN``/``Where`` masking over every attention matrix, which took 16 % of
@@ -190,16 +191,17 @@ def export_onnx(model_dir: Path, target: Path, *, quantized: bool) -> None:
     processes exporting at once both end with a valid one.
     """
     import torch
-    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()
     target.parent.mkdir(parents=True, exist_ok=True)
     log.info("exporting the embedder %s to ONNX (%s), once", model_dir, target.name)
-    model = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
-    transformer = model[0].auto_model.eval()
+    folder = str(transformer_folder(model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    transformer = AutoModel.from_pretrained(folder, local_files_only=True, dtype=torch.float32).eval()
     transformer.set_attn_implementation("eager")
-    sample = model.tokenizer(["an example sentence", "a second, longer example sentence"], padding=True)
+    sample = tokenizer(["an example sentence", "a second, longer example sentence"], padding=True)
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
     inputs = tuple(torch.tensor(sample[n]) for n in names)
     axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]}
@@ -220,7 +222,7 @@ def export_onnx(model_dir: Path, target: Path, *, quantized: bool) -> None:
         if quantized:
             calibration = [
                 {n: np.array([encoded[n]], dtype=np.int64) for n in names}
-                for encoded in (model.tokenizer(text) for text in CALIBRATION_TEXTS)
+                for encoded in (tokenizer(text) for text in CALIBRATION_TEXTS)
             ]
             result = _quantize(fp32, Path(scratch), calibration)
         else:

@@ -3,7 +3,10 @@ reranker, the glossary); the pipeline's configurations are settings sections the
 
 from __future__ import annotations
 
+import importlib.util
+
 from index_build.embedding import SentenceTransformerEmbedder, default_embedder_path
+from pipeline.errors import ConfigurationError
 from pipeline.expansion import Glossary, load_glossary
 from pipeline.protocols import Embedder
 from pipeline.retrieval import Reranker
@@ -14,6 +17,11 @@ def make_embedder(settings: Settings) -> Embedder:
     """The configured embedder (the packaged MiniLM by default) on the configured backend."""
     model_dir = settings.embedder.path or default_embedder_path()
     if settings.embedder.backend == "torch":
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise ConfigurationError(
+                "embedder.backend torch runs the model with sentence-transformers, which this install "
+                "lacks: pip install 'docfinder[pytorch]' (or use the onnx-int8 default)"
+            )
         return SentenceTransformerEmbedder(model_dir)
     from index_build.onnx_embedding import OnnxEmbedder
 
