@@ -64,13 +64,7 @@ def add_commands(commands: Any) -> None:
     context = evaluate.add_parser(
         "context", help="gold-document and answer-figure recall of each context strategy"
     )
-    context.add_argument("--dataset", type=Path, required=True, help="folder with docs/ and the question CSV")
-    context.add_argument("--questions", default="qna_dev.csv", help="question CSV inside the dataset folder")
-    context.add_argument(
-        "--docs",
-        type=Path,
-        help="the documents (default: the dataset's docs/ or the folder its README names)",
-    )
+    _question_set_arguments(context)
     context.add_argument(
         "--budget", type=int, action="append", dest="budgets", help="token budget (repeatable)"
     )
@@ -81,13 +75,7 @@ def add_commands(commands: Any) -> None:
     answers = evaluate.add_parser(
         "answers", help="the agent's answers judged: COS-Mix's five metrics, citations, gold figures"
     )
-    answers.add_argument("--dataset", type=Path, required=True, help="folder with docs/ and the question CSV")
-    answers.add_argument("--questions", default="qna_dev.csv", help="question CSV inside the dataset folder")
-    answers.add_argument(
-        "--docs",
-        type=Path,
-        help="the documents (default: the dataset's docs/ or the folder its README names)",
-    )
+    _question_set_arguments(answers)
     answers.add_argument("--limit", type=int, default=0, help="N questions spread evenly over the file")
     answers.add_argument("--answers", type=Path, help="judge the rows of an earlier run instead of answering")
     answers.add_argument("--judge-api-base", help="OpenAI-compatible judge endpoint (default: the LLM)")
@@ -148,6 +136,17 @@ def add_commands(commands: Any) -> None:
     export.add_argument("--since", type=_date, help="only feedback from this date on (YYYY-MM-DD)")
     report.set_defaults(run=_feedback)
     export.set_defaults(run=_feedback)
+
+
+def _question_set_arguments(parser: argparse.ArgumentParser) -> None:
+    """The dataset folder, its question CSV and its documents, as context and answers take them."""
+    parser.add_argument("--dataset", type=Path, required=True, help="folder with docs/ and the question CSV")
+    parser.add_argument("--questions", default="qna_dev.csv", help="question CSV inside the dataset folder")
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        help="the documents (default: the dataset's docs/ or the folder its README names)",
+    )
 
 
 def _in_loop(handler: Callable[[argparse.Namespace, Settings], Awaitable[int]]) -> Callable[..., int]:

@@ -50,9 +50,6 @@ EXIT_PARTIAL = 3
 err = Console(stderr=True)
 
 
-DOCS_HELP = "the documents (default: the dataset's docs/, or the folder its README names)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="docfinder", description="Answers from your documentation, with citations."
