@@ -65,7 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.documents import DocumentScope
 from pipeline.figures import figures
 from pipeline.protocols import Tokenizer
-from pipeline.text import analyze
+from pipeline.text import analyze, is_contents_line
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 
 
@@ -405,7 +405,7 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
     A row costs its own tokens plus, the first time its table appears in a passage, the
     table header and group label it is shown with. A unit whose words were already chosen
     (a row repeated in the next period's filing) is skipped, and so is one whose figures its
-    own document already stated (the row restated in a note).
+    own document already stated (the row restated in a note), and a table-of-contents entry.
     """
     by_document: dict[int, list[ScoredUnit]] = {}
     for candidate in search.units:
@@ -422,6 +422,8 @@ def select_evidence(search: EvidenceSearch, budget: int, tokenizer: Tokenizer) -
         unit = candidate.unit
         said = " ".join(unit.text.split())
         if said in stated:  # the same row or sentence in another period's filing adds nothing
+            return False
+        if is_contents_line(unit.text):  # a contents entry points to the evidence; it is not any
             return False
         unit_figures = figures(unit.text)
         known = figures_of_document.setdefault(unit.doc_id, set())

@@ -6,7 +6,9 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
 1. the model's reply is cut into sentences, and each is kept only if code can trace it to the
    evidence it cites: every figure stated by a cited unit or the question
    (:func:`pipeline.figures.unstated_figures`),
-   every name it writes (a capitalised word past the sentence's first, an acronym's expansion)
+   no rise where the cited unit writes the number as a decrease ("a 3% increase" of a
+   "Change: (3)%"), every name it writes (a capitalised word past the sentence's first, an
+   acronym's expansion)
    found in the evidence or the question (a small model often cites the neighbouring passage;
    a wrong citation is not an invented name), and no "yes" where the evidence that answers
    the question says "not" / "no" / "precludes";
@@ -15,8 +17,9 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    a sentence that gives a passage's label (its document, heading and page) as the answer;
 3. the answer then quotes the evidence units that carry it, in the document's words, under
    their citation numbers (a table row as its cells beside their column labels), chosen by
-   :func:`pipeline.quotes.choose_quotes` from the passages the model cited. Nothing quoted is
-   ever retyped by the model.
+   :func:`pipeline.quotes.choose_quotes` from the passages the model cited, beside the
+   strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`). Nothing
+   quoted is ever retyped by the model.
 
 A reply that opens by saying the documents do not answer is kept as such, with the nearest
 evidence quoted, so that the user sees why (said later, it qualifies an answer and is kept).
@@ -32,9 +35,9 @@ from typing import Literal
 from pipeline.answers import Quote
 from pipeline.citations import LEADING_MARKERS, blank_markers, cited_numbers
 from pipeline.context import Passage
-from pipeline.figures import figures, unstated_figures, written_forms
+from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
 from pipeline.ordering import split_sentences
-from pipeline.quotes import QuoteCandidate, choose_quotes
+from pipeline.quotes import QuoteCandidate, choose_quotes, with_strongest_unit
 from pipeline.text import analyze
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
@@ -66,7 +69,7 @@ class DroppedSentence:
     """A sentence of the model's reply that code did not let through, and why."""
 
     sentence: str
-    reason: Literal["figure", "name", "negation", "label", "says_nothing"]
+    reason: Literal["figure", "direction", "name", "negation", "label", "says_nothing"]
     detail: tuple[str, ...] = ()
 
 
@@ -114,8 +117,11 @@ def compose_answer(
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
     kept_cited = cited_numbers(kept_text, len(passages)) or cited
-    quotes = choose_quotes(
-        f"{question}\n{kept_text}", passages, kept_cited, lead_quotes, strongest_slots=0, fill=False
+    quotes = with_strongest_unit(
+        choose_quotes(
+            f"{question}\n{kept_text}", passages, kept_cited, lead_quotes, strongest_slots=0, fill=False
+        ),
+        passages,
     )
     lines = _quote_lines(quotes)
     if kept:
@@ -182,6 +188,9 @@ def _problem(
     unstated = unstated_figures(sentence, f"{stated}\n{question}") if check_figures else set()
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
+    turned = rise_of_a_decrease(sentence, stated) if check_figures else []
+    if turned:
+        return DroppedSentence(sentence, "direction", tuple(turned))
     if any(len(label) > 20 and label in sentence for label in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
     unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)

@@ -116,3 +116,48 @@ def written_forms(text: str, wanted: set[str]) -> list[str]:
 def as_written(raw: str) -> str:
     """A figure as a text writes it, for people: its match without a full stop or parentheses."""
     return raw.rstrip(".").strip("()")
+
+
+_DIRECTION = re.compile(
+    r"\b(?:(?P<rise>increas\w*|rose|rise[sn]?|rising|grew|grow(?:s|n|th)?|gain(?:s|ed)?|higher|up)|"
+    r"decreas\w*|fell|fall(?:s|en|ing)?|declin\w*|drop\w*|lower|down|reduc\w*)\b",
+    re.IGNORECASE,
+)
+_NEAR = 40  # characters either side of a number in which a word of direction speaks of it
+
+
+def rise_of_a_decrease(sentence: str, evidence: str) -> list[str]:
+    """The numbers ``sentence`` calls a rise ("a 3% increase") that ``evidence`` writes only in
+    parentheses, an accountant's minus ("Change: (3)%"): the fact turned upside down.
+
+    The word of direction nearest the number speaks of it ("rose 8% while the quarter fell 1%":
+    1% fell). Any number counts here, one digit too, since a change of (1)% is as much a fact
+    as one of (12)%; a number the evidence also writes without parentheses is left alone.
+    """
+    negative, positive = set(), set()
+    for found in _NUMBER.finditer(evidence):
+        raw, number = found.group(), normalise_figure(found.group()).rstrip(".")
+        if not raw.startswith("("):
+            positive.add(number)
+        elif len(number) > 1 or evidence[found.end() : found.end() + 2].strip().startswith("%"):
+            negative.add(number)  # one digit in parentheses is a footnote mark unless a % follows
+    only_negative = negative - positive
+    blanked = sentence
+    for pattern in (MARKER, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
+        blanked = _blanked(pattern, blanked)
+    turned = []
+    for match in _NUMBER.finditer(blanked):
+        number = normalise_figure(match.group()).rstrip(".")
+        if number not in only_negative or "(" in match.group():
+            continue
+        start = max(0, match.start() - _NEAR)
+        words = list(_DIRECTION.finditer(blanked[start : match.end() + _NEAR]))
+        if not words:
+            continue
+        nearest = min(
+            words,
+            key=lambda w: min(abs(start + w.start() - match.end()), abs(start + w.end() - match.start())),
+        )
+        if nearest.group("rise"):
+            turned.append(as_written(match.group()))
+    return turned

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pipeline.context import Passage
 from pipeline.figures import figures, stated_figures
 from pipeline.ordering import split_sentences
-from pipeline.text import analyze
+from pipeline.text import analyze, is_contents_line
 
 MAX_QUOTES = 5
 STRONGEST_EVIDENCE_SLOTS = 2  # of MAX_QUOTES, kept from the units that match the answer
@@ -59,7 +59,8 @@ def _words(text: str) -> set[str]:
 
 
 def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
-    """Every quotable unit of ``passages`` (numbered from 1), in passage and reading order."""
+    """Every quotable unit of ``passages`` (numbered from 1), in passage and reading order; a
+    table-of-contents entry is not quotable."""
     candidates = []
     for n, passage in enumerate(passages, start=1):
         source, first_page = passage.chunk.source, passage.chunk.pages[0]
@@ -72,11 +73,14 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
                     else ""
                 )
                 page = unit.page or first_page
-                candidates.append(
-                    QuoteCandidate(n, source, unit.text, header, page, piece.score, len(candidates))
-                )
+                if not is_contents_line(unit.text):
+                    candidates.append(
+                        QuoteCandidate(n, source, unit.text, header, page, piece.score, len(candidates))
+                    )
             else:
                 for sentence in split_sentences(piece.text):
+                    if is_contents_line(sentence):
+                        continue
                     candidates.append(
                         QuoteCandidate(n, source, sentence, "", first_page, piece.score, len(candidates))
                     )
@@ -127,6 +131,25 @@ def choose_quotes(
     if not fill and chosen:
         return sorted(chosen, key=lambda c: c.position)
     return _add_strongest_evidence(chosen, candidates, limit)
+
+
+def with_strongest_unit(chosen: list[QuoteCandidate], passages: Sequence[Passage]) -> list[QuoteCandidate]:
+    """``chosen`` and the strongest unit of the whole context by retrieval score, unless it is
+    quoted already or states only figures quoted already; in reading order.
+
+    The units the model's answer points to are the model's reading; the strongest unit is the
+    search's. A small model often cites the neighbouring passage (the inventory provisions for
+    a question about inventories), so the answer leads with both.
+    """
+    candidates = quote_candidates(passages)
+    if not candidates:
+        return chosen
+    quoted_figures = set().union(*(figures(c.text) for c in chosen))
+    strongest = max(candidates, key=lambda c: (c.score, -c.position))
+    stated = figures(strongest.text)
+    if any(strongest.text == c.text for c in chosen) or (stated and stated <= quoted_figures):
+        return chosen
+    return sorted([*chosen, strongest], key=lambda c: c.position)
 
 
 def _add_strongest_evidence(

@@ -61,6 +61,15 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
+_DOT_LEADER = re.compile(r"(?:\.[ \t]*){4,}")
+
+
+def is_contents_line(text: str) -> bool:
+    """Whether ``text`` is a table-of-contents entry ("5 Agency Priority Goals . . . . 12"):
+    its dot leaders point to where the document says something; they say nothing themselves."""
+    return bool(_DOT_LEADER.search(text))
+
+
 def analyze(text: str) -> list[str]:
     """Turn text into the stemmed terms BM25 indexes and searches."""
     words = [w for w in _TOKEN.findall(text.lower()) if w not in ENGLISH_STOPWORDS]

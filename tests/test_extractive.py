@@ -152,3 +152,23 @@ def test_saying_something_new_needs_a_figure_or_an_evidence_word_the_question_la
     assert says_nothing_new("Yes, the cryostat is warmed up [1].", "Is the cryostat warmed up?", evidence)
     assert not says_nothing_new("Every six months [1].", "How often is the cryostat warmed up?", evidence)
     assert not says_nothing_new("About 12 times [1].", "How often is the cryostat warmed up?", evidence)
+
+
+def test_a_rise_where_the_table_writes_a_decrease_in_parentheses_is_dropped():
+    """The filing's "Change: (3)%" is a fall; "a 3% increase" turns it upside down (an agent answer)."""
+    sales = passages(
+        "| Total net sales | $81,797 | $82,959 | (1)% | $293,787 | $304,182 | (3)% |",
+        "| Total net sales | $82,959 | $81,434 | 2 % | $304,182 | $282,457 | 8 % |",
+    )
+    question = "How has total net sales changed over time?"
+    upside_down = compose_answer(
+        question, "Total net sales rose, with a 3% increase in the nine months to $293,787 [1].", sales
+    )
+    assert [(d.reason, d.detail) for d in upside_down.dropped] == [("direction", ("3%",))]
+    assert upside_down.kind == "quotes" and "$293,787" in upside_down.text
+    right = compose_answer(
+        question,
+        "Total net sales fell 3% in the nine months to $293,787, and rose 8% a year before [1][2].",
+        sales,
+    )
+    assert right.kind == "answer" and not right.dropped
