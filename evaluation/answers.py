@@ -11,7 +11,9 @@ scored:
   for the answer-level metrics, and sees it for contextual precision and recall;
 - without a judge: the share of the gold answer's figures in the answer and its quoted
   evidence (and in the answer text alone), whether a cited source is a gold document, the
-  outcome, the LLM calls and the latency.
+  outcome, the LLM calls and the latency; and COS-Mix's classical metrics of the answer text
+  against the gold answer: word-overlap precision, recall and F-score, and METEOR
+  (:mod:`evaluation.overlap`).
 
 Rows go to a JSONL file as each question is done; the summary gives each metric's mean over
 the answers it applies to, overall and per question type. ``--report DIR`` adds a Markdown
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.judge import JUDGED_METRICS, AnswerJudge, JudgeCase, judgement_row
+from evaluation.overlap import overlap_scores
 from evaluation.questions import (
     Question,
     corpus_name,
@@ -49,12 +52,14 @@ from server.models.llm import judge_lm_settings, make_adapter, open_lm
 from server.service import open_service
 from server.settings import Settings
 
+OVERLAP_METRICS = ("answer_precision", "answer_recall", "answer_f_score", "answer_meteor")
 DETERMINISTIC_METRICS = (
     "gold_figure_recall",
     "answer_text_figure_recall",
     "gold_document_cited",
     "phrase_recall",
     "answer_text_phrase_recall",
+    *OVERLAP_METRICS,
 )
 ALL_METRICS = (*JUDGED_METRICS, *DETERMINISTIC_METRICS)
 ANSWERED = "answered"
@@ -88,7 +93,17 @@ def gold_scores(
         "answerable": question.answerable,
         "refused": says_not_answered(answer),
         **_phrase_scores(question.must_have, answer, quoted),
+        **_overlap(answer, question.answer),
     }
+
+
+def _overlap(answer: str, gold_answer: str) -> dict[str, float]:
+    """COS-Mix's classical metrics of the answer text against the gold answer (none without one)."""
+    if not gold_answer.strip():
+        return {}
+    scores = overlap_scores(answer, gold_answer)
+    values = (scores.precision, scores.recall, scores.f_score, scores.meteor)
+    return {name: round(value, 4) for name, value in zip(OVERLAP_METRICS, values, strict=True)}
 
 
 def _phrase_scores(must_have: Sequence[str], answer: str, quoted: Sequence[str]) -> dict[str, Any]:

@@ -76,6 +76,11 @@ def analyze(text: str) -> list[str]:
     return _stemmer().stemWords(words)
 
 
+def stem_words(words: list[str]) -> list[str]:
+    """``words`` stemmed as :func:`analyze` stems them (stop words kept)."""
+    return _stemmer().stemWords(words)
+
+
 def analyze_many(texts: list[str]) -> list[list[str]]:
     """:func:`analyze` over a batch (one stemmer call per text)."""
     return [analyze(t) for t in texts]

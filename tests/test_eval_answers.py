@@ -28,6 +28,7 @@ from evaluation.judge import (
     ranked_precision,
     statements,
 )
+from evaluation.overlap import OverlapScores, overlap_scores
 from pipeline.errors import ConfigurationError
 from server.models.llm import judge_lm_settings
 from server.settings import load_settings
@@ -202,8 +203,13 @@ def test_eval_answers_scores_every_question_writes_rows_a_report_and_simulated_f
         "citation_precision",
         "gold_figure_recall",
         "gold_document_cited",
+        "answer_precision",
+        "answer_recall",
+        "answer_f_score",
+        "answer_meteor",
     ):
         assert name in metrics
+    assert metrics["answer_meteor"]["scored"] == 3 and 0 < metrics["answer_meteor"]["mean"] < 1
     # The fake answers by quoting its first passage and citing it: faithful, cited precisely.
     assert metrics["faithfulness"]["mean"] == 1.0 and metrics["citation_precision"]["mean"] == 1.0
     assert metrics["gold_figure_recall"]["scored"] == 2  # "7680" and "15" (April) are figures
@@ -237,3 +243,33 @@ def test_eval_answers_rejudges_the_rows_of_an_earlier_run(tmp_path):
         judged_only = server.prompts[len(asked) :]
     assert rejudged["metrics"] == answered["metrics"]
     assert not any("[[ ## message ## ]]" in p for p in judged_only)  # nobody asked the agent again
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "meteor"),
+    [  # NLTK 3.9's single_meteor_score with its WordNet stage off gives the same, to 4 places
+        ("the cat sat on the mat", "the cat sat on the mat", 0.9977),
+        ("on the mat sat the cat", "the cat sat on the mat", 0.5),
+        (
+            "It is a guide to action which ensures that the military always obeys the commands of the party",
+            "It is a guide to action that ensures that the military will forever heed Party commands",
+            0.6944,
+        ),
+        (
+            "Revenue rose 5 percent to 81 billion dollars [2].",
+            "total revenue increased 5 percent to 81 billion",
+            0.7361,
+        ),
+    ],
+)
+def test_cos_mix_classical_metrics_match_the_reference_meteor(answer, gold, meteor):
+    assert overlap_scores(answer, gold).meteor == pytest.approx(meteor, abs=5e-5)
+    assert overlap_scores("", gold) == overlap_scores(answer, "") == OverlapScores(0.0, 0.0, 0.0, 0.0)
+
+
+def test_overlap_precision_recall_and_f_score_count_repeated_words_once_each():
+    cited = overlap_scores("Revenue rose 5 percent to 81 billion [2].", "total revenue rose 5 percent")
+    assert (cited.precision, cited.recall) == (4 / 7, 4 / 5), "the citation marker is not a word"
+    scores = overlap_scores("sales sales sales rose", "sales rose sharply")
+    assert scores.precision == pytest.approx(2 / 4) and scores.recall == pytest.approx(2 / 3)
+    assert scores.f_score == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3))

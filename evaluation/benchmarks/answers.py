@@ -13,7 +13,8 @@ text, and with the quoted evidence; a gold document among the cited sources; una
 questions answered "the documents do not say" and answerable ones refused (one text rule for
 both systems, :func:`evaluation.questions.says_not_answered`); the agent's verified
 answers with a figure that no passage it cites states; LLM calls; latency; and the time to
-the first evidence shown (the agent's ``evidence`` status event).
+the first evidence shown (the agent's ``evidence`` status event); and COS-Mix's classical
+metrics of the answer text against the gold answer (:mod:`evaluation.overlap`).
 
 ``BENCH_AGENT_QUESTIONS=N`` limits a run to N questions spread evenly over the file (the
 embedded model needs 10 to 60 s a question on two cores). Rows go to
@@ -33,7 +34,7 @@ from typing import Any
 
 import dspy
 
-from evaluation.answers import answer_row, evenly_spread
+from evaluation.answers import OVERLAP_METRICS, answer_row, evenly_spread
 from evaluation.questions import Question, corpus_name, dataset_docs, load_questions
 from evaluation.retrieval import percentile
 from pipeline.answers import AgentAnswer, Citation
@@ -190,6 +191,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "must_have_recall_in_answer_text_micro": micro("phrases_in_text", with_phrases, "must_have"),
         "must_have_recall_with_quotes": mean("phrases_found", with_phrases, "must_have"),
         "questions_with_phrases": len(with_phrases),
+        **{  # COS-Mix's classical metrics against the gold answer, over the answerable questions
+            metric: round(statistics.fmean(r[metric] for r in answerable if metric in r), 4)
+            for metric in OVERLAP_METRICS
+            if any(metric in r for r in answerable)
+        },
         "unanswerable_refused": f"{sum(r['refused'] for r in unanswerable)}/{len(unanswerable)}",
         "answerable_refused": f"{sum(r['refused'] for r in answerable)}/{len(answerable)}",
         "verified_with_unstated_figure": sum(bool(r.get("unstated_figures")) for r in rows),
