@@ -187,8 +187,27 @@ def test_every_toml_example_in_the_configuration_reference_loads(tmp_path):
         (tmp_path / f"{number}.toml").write_text(example)
         settings = load_settings(tmp_path / f"{number}.toml")
         assert settings.domains or settings.collections
-    observatory = load_settings(tmp_path / "1.toml")
-    assert "general" in observatory.domains and observatory.domains["instrument_configuration"].collections
+    excerpt = load_settings(tmp_path / "1.toml")
+    assert "general" in excerpt.domains and excerpt.domains["data_reduction"].collections
+
+
+def test_the_shipped_observatory_example_has_esofinders_seven_domains_over_its_collections():
+    observatory = load_settings(REPO / "docs" / "examples" / "esofinder.toml")
+    assert sorted(observatory.domains) == [
+        "alma",
+        "archive",
+        "data_reduction",
+        "general",
+        "instruments",
+        "observation_preparation",
+        "proposal_preparation",
+    ]
+    assert len(observatory.collections) == 7
+    for name, domain in observatory.domains.items():
+        assert domain.description and domain.collections, name
+        assert set(domain.collections) <= set(observatory.collections), f"{name} weighs an unknown collection"
+        assert all(weight > 1 for weight in domain.collections.values())
+    assert observatory.domains["alma"].collections == {"alma": 2.5}
 
 
 def test_secrets_are_redacted(monkeypatch):
