@@ -18,13 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pipeline.errors import ConfigurationError
 from pipeline.evidence import EvidenceSearch
+from pipeline.ordering import order_ping_pong
 from pipeline.protocols import Tokenizer
 from pipeline.registry import Registry
 from pipeline.selection import Item
 from pipeline.types import Chunk, EvidenceUnit, SearchHit, place_label
+
+EVIDENCE_ORDERS = ("document", "score", "pingpong")  # the orders the evidence selection applies
 
 
 class ContextConfig(BaseModel):
@@ -41,7 +45,8 @@ class ContextConfig(BaseModel):
     order: str = Field(
         "document",
         description="How the selected context is ordered (score, document, pingpong, cluster, or a "
-        "registered one; document: by document, then reading order).",
+        "registered one; document: by document, then reading order). The evidence selection "
+        "applies document, score and pingpong (its passages) and refuses the others.",
     )
     budget_tokens: int = Field(
         2000, ge=64, description="Token budget of the context (T_max) for `search --context` and evaluation."
@@ -54,7 +59,12 @@ class ContextConfig(BaseModel):
     dedupe_threshold: float = Field(
         0.9, gt=0, le=1, description="Sentences at least this similar to one kept are dropped as duplicates."
     )
-    top_sentences: int | None = Field(None, ge=1, description="Keep only the top-n sentences (reranker).")
+    top_sentences: int | None = Field(
+        None,
+        ge=1,
+        description="With the sentences selection, keep only the n sentences the cross-encoder "
+        "(retrieval.reranker_path) scores best for the question; needs the reranker.",
+    )
     cluster_within: Literal["aggregation", "score"] = Field(
         "aggregation", description="Order inside a sentence cluster."
     )
@@ -68,6 +78,23 @@ class ContextConfig(BaseModel):
     @classmethod
     def _known_order(cls, order: str) -> str:
         return ORDERINGS.check(order)
+
+    @model_validator(mode="after")
+    def _applied_together(self) -> ContextConfig:
+        """Refuse a combination in which one setting would be silently ignored."""
+        if self.selection == "evidence" and self.order not in EVIDENCE_ORDERS:
+            raise ValueError(
+                f"order {self.order!r} is not applied to the evidence selection, whose units are "
+                "already sentences and table rows shown under their passage: use one of "
+                f"{', '.join(EVIDENCE_ORDERS)}, or another selection (the cluster order splits whole "
+                "passages into sentences)"
+            )
+        if self.top_sentences is not None and self.selection != "sentences":
+            raise ValueError(
+                f"top_sentences keeps the best sentences of the sentences selection; the {self.selection!r} "
+                "selection would ignore it: set selection = 'sentences' or leave top_sentences unset"
+            )
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +291,11 @@ def build_context(
     The ``evidence`` strategy selects from ``evidence`` (the in-document search's candidates);
     when the index holds no evidence units it falls back to ``topk`` and says so in the trace.
     """
+    if config.top_sentences is not None and sentence_scorer is None:
+        raise ConfigurationError(
+            "context.top_sentences needs a sentence scorer: configure a cross-encoder "
+            "(retrieval.reranker_path)"
+        )
     trace: list[dict[str, Any]] = []
     started = time.perf_counter()
     selection = config.selection
@@ -321,9 +353,17 @@ def _first_of_each_table(pieces: Sequence[ContextPiece]) -> list[ContextPiece]:
 
 
 def _order_evidence(pieces: list[ContextPiece], config: ContextConfig) -> list[ContextPiece]:
-    """Evidence by document (the needed order) and reading order, or by score; passages stay whole."""
+    """Evidence by document (the needed order) and reading order, by score, or its passages
+    (each ranked by its best unit) placed ping-pong, each passage's units in reading order."""
     if config.order == "score":
         return sorted(pieces, key=lambda p: -p.score)
+    if config.order == "pingpong":
+        of_passage: dict[str, list[ContextPiece]] = {}
+        for piece in pieces:
+            of_passage.setdefault(piece.chunk.chunk_id, []).append(piece)
+        ranked = sorted(of_passage.values(), key=lambda group: -max(p.score for p in group))
+        placed = order_ping_pong(ranked, *config.pingpong)
+        return [p for group in placed for p in sorted(group, key=_reading_order)]
     return sorted(pieces, key=lambda p: (p.group, p.key))
 
 

@@ -8,7 +8,8 @@
   0.9 on bags of words); optionally only the top-n sentences by score kept; sentence
   embeddings clustered agglomeratively, the tree cut where the silhouette is highest;
   clusters placed by their best similarity to the query, descending; inside a cluster,
-  sentences keep the order in which they were aggregated (or score order).
+  sentences stand in the order in which the clustering aggregated them (the step of the
+  merge that first took each in; the two of one merge in context order), or in score order.
 
 A seed paper found the clustering order best and random order worst by far.
 """
@@ -147,7 +148,15 @@ def _similarity_below(x: set[str], y: set[str], threshold: float) -> bool:
     return _set_jaccard(x, y) < threshold
 
 
-def cluster_by_silhouette(vectors: np.ndarray, max_clusters: int = 10) -> np.ndarray:
+@dataclass(frozen=True, slots=True)
+class Clustering:
+    """Cluster labels (0 … k-1) and, per point, the step of the merge that first took it in."""
+
+    labels: np.ndarray
+    merge_step: np.ndarray
+
+
+def cluster_by_silhouette(vectors: np.ndarray, max_clusters: int = 10) -> Clustering:
     """Agglomerative (average-link, cosine) cluster labels, cut at the k with the best silhouette.
 
     Fewer than three points, or no cut with a positive silhouette, give one cluster. The
@@ -155,13 +164,18 @@ def cluster_by_silhouette(vectors: np.ndarray, max_clusters: int = 10) -> np.nda
     """
     n = len(vectors)
     if n < 3:
-        return np.zeros(n, dtype=int)
+        return Clustering(np.zeros(n, dtype=int), np.zeros(n, dtype=int))
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import pdist, squareform
 
     condensed = np.clip(pdist(vectors, metric="cosine"), 0.0, None)
     distances = squareform(condensed)
     tree = linkage(condensed, method="average")
+    merge_step = np.zeros(n, dtype=int)
+    for step, (left, right) in enumerate(tree[:, :2].astype(int)):
+        for node in (left, right):
+            if node < n:  # a point; a larger number is a cluster formed at an earlier step
+                merge_step[node] = step
     best_labels, best_score = np.zeros(n, dtype=int), 0.0
     for k in range(2, min(max_clusters, n - 1) + 1):
         labels = fcluster(tree, k, criterion="maxclust") - 1
@@ -170,7 +184,7 @@ def cluster_by_silhouette(vectors: np.ndarray, max_clusters: int = 10) -> np.nda
         score = silhouette(distances, labels)
         if score > best_score:
             best_labels, best_score = labels, score
-    return best_labels
+    return Clustering(best_labels, merge_step)
 
 
 def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
@@ -214,15 +228,17 @@ def cluster_order(
     """Group sentences by topic and order the groups by their best similarity to the query."""
     if not sentences:
         return []
-    labels = cluster_by_silhouette(vectors, max_clusters)
+    clustering = cluster_by_silhouette(vectors, max_clusters)
     similarity = vectors @ query
     groups: dict[int, list[int]] = {}
-    for i, label in enumerate(labels):
+    for i, label in enumerate(clustering.labels):
         groups.setdefault(int(label), []).append(i)
     ordered = sorted(groups.values(), key=lambda members: -max(similarity[i] for i in members))
     result = []
     for members in ordered:
         if within == "score":
             members = sorted(members, key=lambda i: -sentences[i].score)
+        else:
+            members = sorted(members, key=lambda i: (clustering.merge_step[i], i))
         result.append([sentences[i] for i in members])
     return result

@@ -118,6 +118,9 @@ def test_search_context_flags_select_order_and_show_in_the_trace(sample_corpus, 
         assert steps["order_context"]["order"] == order
         assert 0 < result["context"]["tokens"] <= 120
         assert all(piece["source"] for piece in result["context"]["pieces"])
+    # The default selection (evidence) would ignore the cluster order: refused, not dropped.
+    assert main(["search", "proposal deadline", "--index", index, "--order", "cluster"]) != 0
+    assert "not applied to the evidence selection" in " ".join(capsys.readouterr().err.split())
 
 
 def test_the_answers_benchmark_scores_the_agent_beside_the_plain_baseline(tmp_path):
@@ -151,3 +154,4 @@ def test_the_answers_benchmark_scores_the_agent_beside_the_plain_baseline(tmp_pa
     assert agent["gold_document_cited"] == 1.0 and agent["verified_with_unstated_figure"] == 0
     assert agent["first_evidence_s"]["max"] < agent["latency_s"]["p50"]
     assert plain["llm_calls"] == {"p50": 1, "max": 1} and plain["first_evidence_s"] is None
+    assert 0 < plain["answer_meteor"] < agent["answer_meteor"] <= 1, "the refusal shares fewer gold words"

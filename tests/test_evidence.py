@@ -19,6 +19,7 @@ from pipeline.evidence import (
     EvidenceConfig,
     EvidenceSearch,
     ScoredUnit,
+    dense_hops,
     find_evidence,
     label_cost,
     pull_mentioned_rows,
@@ -501,3 +502,65 @@ def test_a_question_naming_no_document_goes_deep_in_the_best_one_before_a_weaker
         EvidenceConfig(document_floor=0.0),
     )
     assert {s.unit.doc_id for s in both.units} == {"manual", "report"}
+
+
+def test_the_evidence_selection_places_its_passages_ping_pong_when_asked():
+    """The strongest passage first, the second strongest last, each passage's units in reading order."""
+    index = _index()
+    question = "total net sales"
+    search = find_evidence(index, index.vector, [question], [], DocumentScope(documents=("q3", "q2", "q1")))
+
+    def passages(order: str) -> list[Passage]:
+        return build_context(
+            [],
+            ContextConfig(selection="evidence", order=order, budget_tokens=400),
+            tokenizer=WhitespaceTokenizer(),
+            chunk_vector=lambda c: np.zeros(64),
+            query_vector=index.vector(question),
+            evidence=search,
+        ).passages()
+
+    placed = passages("pingpong")
+    assert len(placed) >= 3
+    scores = sorted((p.score for p in placed), reverse=True)
+    assert placed[0].score == scores[0] and placed[-1].score == scores[1]
+    assert [p.score for p in placed] != scores, "the test must not pass on score order"
+    assert [p.chunk.chunk_id for p in placed] != [p.chunk.chunk_id for p in passages("document")]
+    for passage in placed:
+        ids = [piece.unit.unit_id for piece in passage.pieces]
+        assert ids == sorted(ids)
+
+
+@pytest.mark.parametrize(
+    ("settings", "refused_for"),
+    [
+        ({"selection": "evidence", "order": "cluster"}, "not applied to the evidence selection"),
+        ({"selection": "evidence", "top_sentences": 5}, "would ignore it"),
+        ({"selection": "mmr", "top_sentences": 5}, "would ignore it"),
+    ],
+)
+def test_a_context_setting_that_would_be_ignored_is_refused(settings, refused_for):
+    with pytest.raises(ValueError, match=refused_for):
+        ContextConfig(**settings)
+
+
+def test_dense_hops_follow_a_chain_of_up_to_three_anchors():
+    """Science Checker's multihop: each anchor's neighbours gain, and the next anchor is the best
+    unit not hopped from yet, so the chain reaches a unit the question alone ranked last."""
+    e = np.eye(3)
+    vectors = np.vstack([e[0], (e[0] + e[1]) / np.sqrt(2), e[1], e[2]])
+    scores = np.array([1.0, 0.5, 0.1, 0.3])
+    one, chain_of_one = dense_hops(vectors, scores, weight=0.5, hops=1)
+    assert chain_of_one == [0] and one[3] == pytest.approx(0.3)
+    three, chain = dense_hops(vectors, scores, weight=0.5, hops=3)
+    assert chain == [0, 1, 2], "the second anchor's neighbour (unit 2) became the third"
+    assert three[2] > three[3], "unit 2 was last but one; the hops lift it over unit 3"
+
+
+def test_the_hop_chain_of_each_document_is_in_the_trace():
+    index = _index()
+    question = "total net sales"
+    scope = DocumentScope(documents=("q3",))
+    search = find_evidence(index, index.vector, [question], [], scope, EvidenceConfig(hop_weight=0.2))
+    assert len(search.trace["hops"]["q3"]) == 3
+    assert "hops" not in find_evidence(index, index.vector, [question], [], scope).trace, "off by default"

@@ -67,7 +67,7 @@ NEW_STRATEGIES = {
         """,
         """
         from pipeline.context import ORDERINGS, ContextConfig
-        print(ContextConfig(order="reverse").order, "reverse" in ORDERINGS.names())
+        print(ContextConfig(selection="topk", order="reverse").order, "reverse" in ORDERINGS.names())
         """,
         "reverse True",
     ),

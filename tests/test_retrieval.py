@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,28 @@ def test_service_rejects_unknown_domains_modes_and_reranker_folders(index_dir, t
     asyncio.run(run())
     with pytest.raises(ConfigurationError, match=r"has no config\.json"):
         DocfinderService(load_settings(index__dir=index_dir, retrieval__reranker_path=tmp_path))
+
+
+class WordCountReranker:
+    """A hand-written cross-encoder: a sentence scores the times it says the query's first word."""
+
+    name = "word-count"
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        word = query.split()[0].lower()
+        return [float(p.lower().count(word)) for p in passages]
+
+
+def test_top_sentences_keeps_the_sentences_the_cross_encoder_scores_best(index_dir, tmp_path):
+    """``context.top_sentences`` was read by nothing: no caller passed a sentence scorer."""
+    settings = load_settings(index__dir=index_dir, context__selection="sentences", context__top_sentences=2)
+
+    async def run():
+        async with open_service(settings, reranker=WordCountReranker()) as service:
+            return await service.search("deadline for proposals", k=5, context=settings.context)
+
+    context = asyncio.run(run()).context
+    assert len(context.pieces) == 2
+    assert all("deadline" in p.text.lower() for p in context.pieces)
+    with pytest.raises(ConfigurationError, match=r"top_sentences .* retrieval\.reranker_path"):
+        DocfinderService(settings)

@@ -121,7 +121,7 @@ def planted(clusters=3, per=6, dims=12, seed=0):
 @pytest.mark.parametrize("clusters", [2, 3, 4])
 def test_silhouette_finds_the_planted_number_of_clusters(clusters):
     vectors, truth = planted(clusters)
-    labels = cluster_by_silhouette(vectors)
+    labels = cluster_by_silhouette(vectors).labels
     assert len(set(labels)) == clusters
     for group in range(clusters):  # each planted cluster maps to exactly one label
         assert len(set(labels[truth == group])) == 1
@@ -132,14 +132,23 @@ def test_clusters_are_ordered_by_best_similarity_to_the_query():
     sentences = [Sentence(f"s{i}", f"c{i}", i, float(i)) for i in range(len(vectors))]
     query = vectors[truth == 2].mean(axis=0)
     groups = cluster_order(sentences, vectors, query / np.linalg.norm(query))
-    assert [s.position for s in groups[0]] == [
-        8,
-        9,
-        10,
-        11,
-    ]  # the query's cluster first, in aggregation order
+    assert sorted(s.position for s in groups[0]) == [8, 9, 10, 11]  # the query's cluster first
     by_score = cluster_order(sentences, vectors, query, within="score")
     assert [s.position for s in by_score[0]] == [11, 10, 9, 8]
+
+
+def test_inside_a_cluster_sentences_stand_in_the_order_the_clustering_aggregated_them():
+    """The two nearly identical sentences merge first, the third joins them later: the
+    aggregation order is b, c, a although the context gave a, b, c."""
+    e = np.eye(4)
+    a, b, c = e[0] + 0.3 * e[2], e[0] + 0.01 * e[3], e[0] + 0.02 * e[3]
+    d, f, g = e[1], e[1] + 0.2 * e[2], e[1] + 0.2 * e[3]
+    vectors = np.vstack([a, b, c, d, f, g])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    sentences = [Sentence(f"s{i}", f"c{i}", i, 1.0) for i in range(len(vectors))]
+    groups = cluster_order(sentences, vectors, e[0])
+    assert [s.position for s in groups[0]] == [1, 2, 0]
+    assert sorted(s.position for s in groups[1]) == [3, 4, 5]
 
 
 def test_dedupe_keeps_empty_texts_once_and_compares_sizes_first():

@@ -6,6 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.errors import ConfigurationError
 from pipeline.protocols import Embedder
 from pipeline.retrieval import Reranker
 from server.core.access import Access
@@ -66,6 +67,11 @@ def compose(
     here: the embedder, the index, the stores and the LLM open when the service is entered."""
     embedders = EmbedderSlot(settings, embedder)
     reranker = reranker if reranker is not None else make_reranker(settings)
+    if settings.context.top_sentences is not None and reranker is None:
+        raise ConfigurationError(
+            "context.top_sentences keeps the sentences a cross-encoder scores best: set "
+            "retrieval.reranker_path (or leave context.top_sentences unset)"
+        )
     index = LiveIndex(settings.index.dir, embedders, memory_map=settings.index.memory_map)
     stores = Stores(settings)
     llm = LanguageModel(settings, lm, llm_server)

@@ -186,6 +186,7 @@ class Searcher:
                 result.scope,
                 self.settings.evidence,
             )
+        reranker = self.reranker
         return build_context(
             result.hits,
             context,
@@ -193,6 +194,8 @@ class Searcher:
             chunk_vector=snapshot.embedding,
             query_vector=self._embedder().embed_query(queries[0]),
             stored_vectors=lambda pieces: snapshot.stored_unit_vectors([(p.chunk, p.text) for p in pieces]),
+            # The cross-encoder scores (question, sentence) pairs for ``context.top_sentences``.
+            sentence_scorer=(lambda texts: reranker.score(queries[0], texts)) if reranker else None,
             evidence=evidence,
         )
 

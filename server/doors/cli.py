@@ -16,11 +16,12 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
 from index_build.limits import limit_setting
-from pipeline.context import ORDERINGS, SELECTIONS
+from pipeline.context import ORDERINGS, SELECTIONS, ContextConfig
 from pipeline.errors import ConfigurationError, DocfinderError
 from pipeline.retrieval import SEARCH_MODES
 from pipeline.streaming import AnswerToken
@@ -324,9 +325,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
     wants_context = args.context or any(v is not None for v in (args.select, args.order, args.budget))
     context = (
-        settings.context.model_copy(
-            update=_given(selection=args.select, order=args.order, budget_tokens=args.budget)
-        )
+        _context_config(settings, _given(selection=args.select, order=args.order, budget_tokens=args.budget))
         if wants_context
         else None
     )
@@ -364,6 +363,16 @@ async def _index_info(args: argparse.Namespace, settings: Settings) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _context_config(settings: Settings, flags: dict[str, Any]) -> ContextConfig:
+    """The context settings with the command line's flags, validated together: a flag that the
+    selection would ignore (``--order cluster`` with evidence) is refused, not dropped."""
+    try:
+        return ContextConfig.model_validate(settings.context.model_dump() | flags)
+    except ValidationError as exc:
+        problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
+        raise ConfigurationError(f"--select/--order/--budget: {problems}") from exc
 
 
 def _given(**values: Any) -> dict[str, Any]:
