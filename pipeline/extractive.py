@@ -13,8 +13,9 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    a wrong citation is not an invented name), and no "yes" where the evidence that answers
    the question says "not" / "no" / "precludes";
 2. what is kept must say something the question did not: a figure, or a word of the evidence
-   the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped, and so is
-   a sentence that gives a passage's label (its document, heading and page) as the answer;
+   the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped, and so
+   are a question (the user's echoed, or one asked back) and a sentence that gives a
+   passage's label (its document, heading and page) as the answer;
 3. the answer then quotes the evidence units that carry it, in the document's words, under
    their citation numbers (a table row as its cells beside their column labels), chosen by
    :func:`pipeline.quotes.choose_quotes` from the passages the model cited, beside the
@@ -182,6 +183,8 @@ def _problem(
     check_figures: bool,
 ) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
+    if blank_markers(sentence).rstrip().endswith("?"):  # the question echoed, or one asked back
+        return DroppedSentence(sentence, "says_nothing")
     own = cited_numbers(sentence, len(passages)) or set(cited) or set(evidence)
     stated = "\n".join(evidence[n] for n in sorted(own))
     # A figure the question states is the user's, not the model's invention ("within 60 days").

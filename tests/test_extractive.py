@@ -172,3 +172,18 @@ def test_a_rise_where_the_table_writes_a_decrease_in_parentheses_is_dropped():
         sales,
     )
     assert right.kind == "answer" and not right.dropped
+
+
+def test_the_question_echoed_in_the_reply_is_not_part_of_the_answer():
+    """A reply read by hand: the model repeated the user's question, then answered it."""
+    evidence = passages(
+        "Applicant satisfaction was 68 percent in the summary table and 68 percent in the results."
+    )
+    question = "Do the summary table and the results agree on applicant satisfaction?"
+    answer = compose_answer(
+        question,
+        f"{question} Yes, both report 68 percent [1].",
+        evidence,
+    )
+    assert [d.reason for d in answer.dropped] == ["says_nothing"]
+    assert answer.kind == "answer" and answer.kept == "Yes, both report 68 percent [1]."
