@@ -63,6 +63,10 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _QUOTED = re.compile(r"“[^”]*”")
+_ASKS_FOR_A_DOCUMENT = re.compile(
+    r"\b(?:document|report|source|protocol|manual|guide|publication|title|form|filing|paper)s?\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,12 +200,27 @@ def _problem(
         return DroppedSentence(sentence, "direction", tuple(turned))
     if any(len(label) > 20 and label in sentence for label in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
+    if not _ASKS_FOR_A_DOCUMENT.search(question) and any(
+        _named_as_the_answer(p.chunk.title, sentence) for p in passages
+    ):
+        return DroppedSentence(sentence, "label")  # "the model used is the <document's title>"
     unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)
     if unknown:
         return DroppedSentence(sentence, "name", tuple(unknown))
     if _YES.search(sentence) and _answering_unit_negates(question, passages, own):
         return DroppedSentence(sentence, "negation")
     return None
+
+
+def _named_as_the_answer(title: str, sentence: str) -> bool:
+    """Whether ``sentence`` gives a document's ``title`` as what something is ("The headset used
+    in the study is the NCT06154122 Prot 000 study protocol"): the source named as the answer
+    (checked only when the question asks for no document, report, protocol or the like)."""
+    words = title.split()
+    if len(title) < 8 or not words:
+        return False
+    pattern = r"\b(?:is|are|was|were)\s+(?:the\s+|an?\s+)?" + r"\s+".join(map(re.escape, words[:3]))
+    return bool(re.search(pattern, sentence, re.IGNORECASE))
 
 
 def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:

@@ -187,3 +187,38 @@ def test_the_question_echoed_in_the_reply_is_not_part_of_the_answer():
     )
     assert [d.reason for d in answer.dropped] == ["says_nothing"]
     assert answer.kind == "answer" and answer.kept == "Yes, both report 68 percent [1]."
+
+
+def test_a_documents_title_given_as_what_was_asked_for_is_not_an_answer():
+    """A manual-qa answer read by hand: asked which headset a protocol uses (it names none), the
+    model answered with the protocol's own title; the document does not say."""
+    chunk = Chunk(
+        "p-0000",
+        "p",
+        "docs",
+        "/docs/p.pdf",
+        "NCT06154122 Prot 000",
+        ("Study",),
+        (1, 1),
+        "Virtual Reality (VR) technology used as an assistive device has potential for people with SCI.",
+        "h",
+    )
+    protocol = whole_passages([SearchHit(chunk, 1.0)])
+    answer = compose_answer(
+        "Which VR headset model does the VRULT study use?",
+        "The VR headset model used in the VRULT study is the NCT06154122 Prot 000 study protocol [1].",
+        protocol,
+    )
+    assert [d.reason for d in answer.dropped] == ["label"] and answer.kind == "quotes"
+    named = compose_answer(
+        "What does the protocol say about VR?",
+        "The NCT06154122 Prot 000 protocol says VR technology has potential for people with SCI [1].",
+        protocol,
+    )
+    assert named.kind == "answer", "naming the source as the source is fine"
+    asked_for = compose_answer(
+        "Which protocol describes the VR study?",
+        "The protocol that describes it is the NCT06154122 Prot 000 [1].",
+        protocol,
+    )
+    assert asked_for.kind == "answer", "asked for a document, its title is the answer"
