@@ -135,7 +135,11 @@ def rise_of_a_decrease(sentence: str, evidence: str) -> list[str]:
     as one of (12)%; a number the evidence also writes without parentheses is left alone.
     """
     negative, positive = set(), set()
+    for pattern in (MARKER, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
+        evidence = _blanked(pattern, evidence)
     for found in _NUMBER.finditer(evidence):
+        if found.start() and evidence[found.start() - 1].isalpha():
+            continue  # a part of a name ("Q3", "FY24"), not a number of its own
         raw, number = found.group(), normalise_figure(found.group()).rstrip(".")
         if not raw.startswith("("):
             positive.add(number)
@@ -148,7 +152,8 @@ def rise_of_a_decrease(sentence: str, evidence: str) -> list[str]:
     turned = []
     for match in _NUMBER.finditer(blanked):
         number = normalise_figure(match.group()).rstrip(".")
-        if number not in only_negative or "(" in match.group():
+        named = match.start() and blanked[match.start() - 1].isalpha()
+        if number not in only_negative or "(" in match.group() or named:
             continue
         start = max(0, match.start() - _NEAR)
         words = list(_DIRECTION.finditer(blanked[start : match.end() + _NEAR]))

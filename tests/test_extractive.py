@@ -157,7 +157,7 @@ def test_saying_something_new_needs_a_figure_or_an_evidence_word_the_question_la
 def test_a_rise_where_the_table_writes_a_decrease_in_parentheses_is_dropped():
     """The filing's "Change: (3)%" is a fall; "a 3% increase" turns it upside down (an agent answer)."""
     sales = passages(
-        "| Total net sales | $81,797 | $82,959 | (1)% | $293,787 | $304,182 | (3)% |",
+        "2023 Q3 report, Note 2. | Total net sales | $81,797 | $82,959 | (1)% | $293,787 | $304,182 | (3)% |",
         "| Total net sales | $82,959 | $81,434 | 2 % | $304,182 | $282,457 | 8 % |",
     )
     question = "How has total net sales changed over time?"
