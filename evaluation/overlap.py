@@ -7,8 +7,9 @@ them. Words are lower-cased ``\\w+`` runs, citation markers left out.
 
 METEOR follows Banerjee & Lavie (2005) with their parameters: unigrams aligned first by their
 exact form, then by their stem, as NLTK aligns them (the synonym stage needs WordNet, which an
-offline install does not have, so it is left out), ``Fmean = 10·P·R / (R + 9·P)``, and a fragmentation penalty
-``0.5 · (chunks / matches)³``, where a chunk is a run of matches adjacent in both texts.
+offline install does not have, so it is left out), ``Fmean = 10·P·R / (R + 9·P)``, and a
+fragmentation penalty ``0.5 · (chunks / matches)³``, where a chunk is a run of matches
+adjacent in both texts.
 """
 
 from __future__ import annotations

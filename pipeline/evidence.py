@@ -20,8 +20,9 @@ sentences of the right documents. So, as Science Checker does, search twice:
    several documents this would let one document's long table crowd the others out.
    Science Checker's multihop, up to three dense hops from the document's best units (each
    anchor's neighbours gain; the chain is in the trace), is available but off by default
-   (``hop_weight`` 0): one hop lowered figure recall on the SEC questions (0.696 → 0.683 at
-   2,000 tokens).
+   (``hop_weight`` 0): it helps at some budgets and hurts at others (three hops at 0.1: SEC
+   dev figure recall 0.647 → 0.625 at the agent's 1,300 tokens, 0.689 → 0.708 at 2,000;
+   manual-qa dev must-have phrases 0.884 → 0.903 and 0.986 → 0.972).
 
 Measured on the 65 SEC 10-Q dev questions (figure recall of the context at 2,000 / 4,000
 tokens): the weights dense 0.7, chunk 0.5, label 0.3 give 0.741 / 0.788 (every other
