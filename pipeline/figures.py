@@ -90,14 +90,25 @@ def _blanked(pattern: re.Pattern[str], text: str) -> str:
     return pattern.sub(lambda m: " " * len(m.group()), text)
 
 
+def _numbers_only(text: str) -> str:
+    """``text`` with citations, dates, list markers and names such as "10-Q" blanked, offsets kept."""
+    for pattern in (MARKER, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
+        text = _blanked(pattern, text)
+    return text
+
+
+def _inside_a_name(text: str, start: int) -> bool:
+    """Whether the number starting at ``start`` is part of a name ("Q3", "FY24")."""
+    return start > 0 and text[start - 1].isalpha()
+
+
 def figure_spans(text: str, wanted: set[str]) -> dict[str, tuple[int, int]]:
     """Where ``text`` first writes each figure of ``wanted`` (as compared): its ``(start, end)``.
 
     Citations, dates, list markers and names such as "10-Q" are skipped, as
     :func:`unstated_figures` skips them, so a figure is found where it stands as a figure.
     """
-    for pattern in (MARKER, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
-        text = _blanked(pattern, text)
+    text = _numbers_only(text)
     spans: dict[str, tuple[int, int]] = {}
     for match in _NUMBER.finditer(text):
         figure = normalise_figure(match.group()).rstrip(".")
@@ -135,25 +146,21 @@ def rise_of_a_decrease(sentence: str, evidence: str) -> list[str]:
     as one of (12)%; a number the evidence also writes without parentheses is left alone.
     """
     negative, positive = set(), set()
-    for pattern in (MARKER, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
-        evidence = _blanked(pattern, evidence)
+    evidence = _numbers_only(evidence)
     for found in _NUMBER.finditer(evidence):
-        if found.start() and evidence[found.start() - 1].isalpha():
-            continue  # a part of a name ("Q3", "FY24"), not a number of its own
+        if _inside_a_name(evidence, found.start()):
+            continue
         raw, number = found.group(), normalise_figure(found.group()).rstrip(".")
         if not raw.startswith("("):
             positive.add(number)
         elif len(number) > 1 or evidence[found.end() : found.end() + 2].strip().startswith("%"):
             negative.add(number)  # one digit in parentheses is a footnote mark unless a % follows
     only_negative = negative - positive
-    blanked = sentence
-    for pattern in (MARKER, _DATE, _LIST_MARKER, _HYPHENATED_NAME):
-        blanked = _blanked(pattern, blanked)
+    blanked = _numbers_only(sentence)
     turned = []
     for match in _NUMBER.finditer(blanked):
         number = normalise_figure(match.group()).rstrip(".")
-        named = match.start() and blanked[match.start() - 1].isalpha()
-        if number not in only_negative or "(" in match.group() or named:
+        if number not in only_negative or "(" in match.group() or _inside_a_name(blanked, match.start()):
             continue
         start = max(0, match.start() - _NEAR)
         words = list(_DIRECTION.finditer(blanked[start : match.end() + _NEAR]))
