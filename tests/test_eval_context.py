@@ -152,6 +152,12 @@ def test_the_answers_benchmark_scores_the_agent_beside_the_plain_baseline(tmp_pa
     assert agent["figure_recall_in_answer_text"] == 1.0 and plain["figure_recall_in_answer_text"] == 0.5
     assert agent["answerable_refused"] == "0/2" and plain["answerable_refused"] == "1/2"
     assert agent["gold_document_cited"] == 1.0 and agent["verified_with_unstated_figure"] == 0
-    assert agent["first_evidence_s"]["max"] < agent["latency_s"]["p50"]
+    rows = [
+        json.loads(line) for line in (Path("bench-results") / "answers_mini.jsonl").read_text().splitlines()
+    ]
+    agent_rows = [row for row in rows if row["system"] == "agent"]
+    assert len(agent_rows) == 2 and all(0 < row["first_evidence_s"] < row["seconds"] for row in agent_rows), (
+        "each question's evidence is shown before its answer"
+    )
     assert plain["llm_calls"] == {"p50": 1, "max": 1} and plain["first_evidence_s"] is None
     assert 0 < plain["answer_meteor"] < agent["answer_meteor"] <= 1, "the refusal shares fewer gold words"
