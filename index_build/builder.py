@@ -15,8 +15,9 @@ from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,7 +55,7 @@ from index_build.version import (
     write_manifest,
 )
 from pipeline.errors import ConfigurationError, DocumentError, IndexCorruptError, IndexNotFoundError
-from pipeline.protocols import Embedder
+from pipeline.protocols import Embedder, Tokenizer
 from pipeline.sparse import DEFAULT_THRESHOLD
 from pipeline.types import (
     MODEL_TEXT_VERSION,
@@ -81,6 +82,26 @@ def _worth_a_child(path: Path, limits: IngestLimits) -> bool:
 
 
 LENGTH_CLASS_CHARS = 64  # texts this close in length (about 15 tokens) are embedded together
+
+
+class RayOptions(BaseModel):
+    """Where and how wide the Ray engine runs (the ``ingest.ray`` settings section)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str | None = Field(
+        None,
+        pattern=r"^(auto|[A-Za-z0-9][A-Za-z0-9.-]*:[0-9]{1,5})$",
+        description="Ray cluster to join, from one of its nodes (head:6379, or auto for the node's own); "
+        "unset starts a local one.",
+    )
+    workers: int = Field(
+        2,
+        ge=1,
+        le=1024,
+        description="Converting actors, and as many embedding actors (up to twice as many once "
+        "conversion is done), one CPU each; a local cluster gets twice this many CPUs.",
+    )
 
 
 class IngestOptions(BaseModel):
@@ -113,6 +134,12 @@ class IngestOptions(BaseModel):
         "each under the memory and time limits; 0 converts every file in the ingesting process, "
         "without those limits.",
     )
+    engine: Literal["local", "ray"] = Field(
+        "local",
+        description="Where files convert and embed: this process and its children, or a Ray cluster "
+        "(needs docfinder[ray]; ingest.ray says which).",
+    )
+    ray: RayOptions = Field(default_factory=RayOptions, description="The Ray engine.")
 
 
 # Writes one or two sentences situating a chunk in its document (contextual enrichment).
@@ -139,6 +166,23 @@ class NoProgress:
 
     def advance(self, task: str, amount: int = 1) -> None:
         pass
+
+
+class IngestEngine(Protocol):
+    """Converts and embeds files somewhere other than this process (a Ray cluster, say)."""
+
+    def __call__(
+        self,
+        jobs: list[ConversionJob],
+        *,
+        options: IngestOptions,
+        report: IngestReport,
+        progress: IngestProgress,
+    ) -> Generator[tuple[int, IngestedDocument | str], None, None]:
+        """Each job's place in ``jobs`` with its document, vectors filled, or the reason it was
+        skipped, in any order; it counts what it embedded in ``report`` and shows
+        ``embeddings`` progress."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +222,7 @@ class IngestReport:
 
 
 @dataclass(slots=True)
-class _Document:
+class IngestedDocument:
     record: FileRecord
     chunks: list[Chunk]
     embeddings: list[np.ndarray | None]
@@ -196,10 +240,13 @@ def ingest(
     options: IngestOptions = IngestOptions(),
     progress: IngestProgress = NoProgress(),
     enricher: Enricher | None = None,
+    engine: IngestEngine | None = None,
 ) -> IngestReport:
     """Index ``inputs`` into ``index_dir`` as a new live version; see the module docstring.
 
     With ``options.chunking.contextual``, ``enricher`` writes each new chunk's situating context.
+    ``engine`` converts and embeds the new and changed files elsewhere (on a Ray cluster:
+    :mod:`index_build.ray_engine`); by default this process does, with child processes.
     """
     if options.chunking.contextual and enricher is None:
         raise ConfigurationError("contextual chunks need an enricher (an LLM): ingest with --enrich")
@@ -222,10 +269,18 @@ def ingest(
             published=False,
             ignored=[s.path.name for s in ignored],
         )
-        with EmbeddingWorker(embedder, previous, progress, report) as embedding:
-            documents, failures, converted = _process_sources(
-                sources, previous, embedder, options, progress, enricher, embedding.submit
+        documents_of: Callable[
+            [list[ConversionJob]], Generator[tuple[int, IngestedDocument | str], None, None]
+        ]
+        if engine is None:
+            documents_of = _local_engine(embedder, previous, options, progress, report, enricher)
+        elif enricher is not None:
+            raise ConfigurationError(
+                "contextual enrichment runs on the local engine only: ingest with --engine local"
             )
+        else:
+            documents_of = partial(engine, options=options, report=report, progress=progress)
+        documents, failures, converted = _process_sources(sources, previous, progress, documents_of)
         report.converting_seconds = round(sum(d.seconds for d in documents), 3)
         kept = _documents_outside(previous, roots) if previous else []
         removed = _count_removed(live, roots, {d.record.path for d in documents}) if live else 0
@@ -304,25 +359,22 @@ def _sources_outside(snapshot: IndexSnapshot, roots: set[Path]) -> list[SourceFi
 def _process_sources(
     sources: list[SourceFile],
     previous: IndexSnapshot | None,
-    embedder: Embedder,
-    options: IngestOptions,
     progress: IngestProgress,
-    enricher: Enricher | None,
-    converted_document: Callable[[_Document], None],
-) -> tuple[list[_Document], list[Failure], int]:
-    """Reuse unchanged files and convert the others; each converted document is handed to
-    ``converted_document`` at once, so its embedding overlaps the next conversion. Documents
-    come back in the order of ``sources``."""
+    engine: Callable[[list[ConversionJob]], Generator[tuple[int, IngestedDocument | str], None, None]],
+) -> tuple[list[IngestedDocument], list[Failure], int]:
+    """Reuse unchanged files and hand the others to ``engine``, which yields each job's place
+    among the jobs with its embedded document or the reason it was skipped, in any order.
+    Documents come back in the order of ``sources``."""
     previous_records = {r.path: r for r in previous.files} if previous else {}
     progress.start("files", len(sources))
     progress.start("pages", None)
     progress.start("chunks", None)
-    placed: dict[int, _Document] = {}
+    placed: dict[int, IngestedDocument] = {}
     failures: list[Failure] = []
     jobs: list[ConversionJob] = []
     job_places: list[int] = []  # each job's place among the sources
 
-    def done(place: int, document: _Document) -> None:
+    def done(place: int, document: IngestedDocument) -> None:
         placed[place] = document
         progress.advance("pages", document.record.pages)
         progress.advance("chunks", len(document.chunks))
@@ -342,48 +394,85 @@ def _process_sources(
             jobs.append(ConversionJob(source, sha))
             job_places.append(place)
     converted = 0
-    # Closed on the way out, so child processes stop even when embedding fails mid-way.
-    with closing(_conversions(jobs, embedder, options)) as conversions:
-        for place, (job, outcome) in zip(job_places, conversions, strict=True):
+    failed: dict[int, Failure] = {}
+    # Closed on the way out, so an engine's processes stop even when this loop fails.
+    with closing(engine(jobs)) as outcomes:
+        for job_place, outcome in outcomes:
+            job = jobs[job_place]
             if isinstance(outcome, str):
-                failures.append(Failure(str(job.source.path), outcome))
+                failed[job_place] = Failure(str(job.source.path), outcome)
                 log.warning("skipped %s: %s", job.source.path, outcome)
                 progress.advance("files")
                 continue
-            document = _converted_document(outcome, enricher)
-            converted_document(document)
             converted += 1
-            done(place, document)
+            done(job_places[job_place], outcome)
     documents = [placed[place] for place in sorted(placed)]
-    return documents, failures, converted
+    return documents, failures + [failed[place] for place in sorted(failed)], converted
 
 
-def _conversions(
-    jobs: list[ConversionJob], embedder: Embedder, options: IngestOptions
+def _local_engine(
+    embedder: Embedder,
+    previous: IndexSnapshot | None,
+    options: IngestOptions,
+    progress: IngestProgress,
+    report: IngestReport,
+    enricher: Enricher | None,
+) -> Callable[[list[ConversionJob]], Generator[tuple[int, IngestedDocument | str], None, None]]:
+    """Convert in this process or its children, and embed on a thread beside: each converted
+    document is queued for embedding at once, so its embedding overlaps the next conversion.
+    The documents' vectors are all filled when the last one has been yielded."""
+
+    def documents(jobs: list[ConversionJob]) -> Generator[tuple[int, IngestedDocument | str], None, None]:
+        embed = embedder.embed if CHUNKERS[options.chunking.method].needs_embedder else None
+        outcomes = conversions(jobs, conversion_setup(embedder.tokenizer, options), options, embed=embed)
+        # Closed on the way out, so child processes stop even when embedding fails mid-way.
+        with EmbeddingWorker(embedder, previous, progress, report) as embedding, closing(outcomes):
+            for place, (_, outcome) in enumerate(outcomes):
+                if isinstance(outcome, str):
+                    yield place, outcome
+                    continue
+                document = converted_document(outcome, enricher)
+                embedding.submit(document)
+                yield place, document
+
+    return documents
+
+
+def conversion_setup(tokenizer: Tokenizer, options: IngestOptions) -> ConversionSetup:
+    """What converting and chunking a file need besides the file, from the ingest options."""
+    return ConversionSetup(tokenizer, options.chunking, options.pdf_models_dir, options.limits)
+
+
+def conversions(
+    jobs: list[ConversionJob],
+    setup: ConversionSetup,
+    options: IngestOptions,
+    *,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+    pool: ConversionPool | None = None,
 ) -> Generator[tuple[ConversionJob, Outcome], None, None]:
     """The jobs' outcomes in order, from child processes that the limits' watchdog guards
-    when any of them is worth guarding.
+    when any of them is worth guarding (``pool``, when given, is an open pool to use).
 
     A PDF, and any file that expands beyond ``limits.convert_here_max_mb``, converts in a child:
     a parser that crashes, balloons or loops on one document then costs that document, not
     the ingest. Small Markdown, HTML, DOCX and text files convert here, in milliseconds, where
     a child would take seconds to start and import its parsers (a parser blowing up a 1 MB
-    file 300-fold stays under half a gigabyte). Chunking that needs the embedder (semantic)
-    converts here, and so does everything with ``convert_processes`` 0: there only the size
-    limits hold, not the memory and time limits."""
-    setup = ConversionSetup(embedder.tokenizer, options.chunking, options.pdf_models_dir, options.limits)
-    if CHUNKERS[options.chunking.method].needs_embedder:
-        return convert_in_process(jobs, setup, embedder.embed)
+    file 300-fold stays under half a gigabyte). Chunking that needs the embedder (semantic:
+    ``embed``) converts here, and so does everything with ``convert_processes`` 0: there only
+    the size limits hold, not the memory and time limits."""
+    if embed is not None:
+        return convert_in_process(jobs, setup, embed)
     if options.convert_processes == 0 or not any(_worth_a_child(j.source.path, options.limits) for j in jobs):
         return convert_in_process(jobs, setup)
-    return ConversionPool(min(options.convert_processes, len(jobs)), setup).convert(jobs)
+    return (pool or ConversionPool(min(options.convert_processes, len(jobs)), setup)).convert(jobs)
 
 
-def _reuse(previous: IndexSnapshot, record: FileRecord) -> _Document:
+def _reuse(previous: IndexSnapshot, record: FileRecord) -> IngestedDocument:
     collection = previous.collections[record.collection]
     start, stop = collection.doc_chunks.get(record.doc_id, (0, 0))
     units, unit_vectors = previous.units_of(record.doc_id)
-    return _Document(
+    return IngestedDocument(
         record=record,
         chunks=list(collection.chunks[start:stop]),
         embeddings=list(collection.embeddings[start:stop]),
@@ -392,14 +481,14 @@ def _reuse(previous: IndexSnapshot, record: FileRecord) -> _Document:
     )
 
 
-def _converted_document(converted: ConvertedFile, enricher: Enricher | None) -> _Document:
+def converted_document(converted: ConvertedFile, enricher: Enricher | None) -> IngestedDocument:
     """A converted file as ingest carries it: chunks situated by ``enricher`` when there is
     one, vectors to be filled by the embedding worker."""
     chunks = converted.chunks
     if enricher is not None:
         chunks = [replace(chunk, context=enricher(converted.parsed, chunk)) for chunk in chunks]
     units = converted.units
-    return _Document(
+    return IngestedDocument(
         converted.record, chunks, [None] * len(chunks), units, [None] * len(units), converted.seconds
     )
 
@@ -409,7 +498,7 @@ def _under(path: str, roots: set[Path]) -> bool:
     return any(p == root or root in p.parents for root in roots)
 
 
-def _documents_outside(previous: IndexSnapshot, roots: set[Path]) -> list[_Document]:
+def _documents_outside(previous: IndexSnapshot, roots: set[Path]) -> list[IngestedDocument]:
     """Documents of earlier ingests from other folders: carried over unchanged."""
     return [_reuse(previous, r) for r in previous.files if not _under(r.path, roots)]
 
@@ -477,7 +566,7 @@ class EmbeddingWorker:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._report.embedding_seconds = round(self._busy, 3)
 
-    def submit(self, document: _Document) -> None:
+    def submit(self, document: IngestedDocument) -> None:
         """Queue ``document``'s chunks and units for embedding (its vectors are filled on exit).
 
         Raises the error of an earlier embedding, so a failed embedder stops the ingest at
@@ -486,7 +575,7 @@ class EmbeddingWorker:
             done.result()
         self._pending.append(self._pool.submit(self._gather, document))
 
-    def _gather(self, document: _Document) -> None:
+    def _gather(self, document: IngestedDocument) -> None:
         began = time.perf_counter()
         if self._previous is not None:
             self._known = _known_vectors(self._previous)

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,18 +179,36 @@ class ConversionPool:
         self.processes = processes
         self.setup = setup
         self._executor: ProcessPoolExecutor | None = None
+        self._running: tuple[tempfile.TemporaryDirectory[str], _Watchdog] | None = None
+
+    def __enter__(self) -> ConversionPool:
+        """Start the children and their watchdog once, for several :meth:`convert` calls (a
+        long-lived worker keeps its converters warm); without it each call starts its own."""
+        board = tempfile.TemporaryDirectory(prefix="docfinder-convert-")
+        watchdog = _Watchdog(Path(board.name), self.setup.limits, self._children)
+        self._executor = self._start(Path(board.name))
+        watchdog.start()
+        self._running = (board, watchdog)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._running is None:
+            return
+        board, watchdog = self._running
+        self._running = None
+        watchdog.stop()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        board.cleanup()
 
     def convert(self, jobs: Sequence[ConversionJob]) -> Generator[tuple[ConversionJob, Outcome], None, None]:
         """Each job's outcome in order; see the class docstring."""
-        with tempfile.TemporaryDirectory(prefix="docfinder-convert-") as board:
-            watchdog = _Watchdog(Path(board), self.setup.limits, self._children)
-            self._executor = self._start(Path(board))
-            watchdog.start()
-            try:
-                yield from self._convert(jobs, watchdog, Path(board))
-            finally:
-                watchdog.stop()
-                self._executor.shutdown(wait=False, cancel_futures=True)
+        with ExitStack() as started_here:
+            if self._running is None:
+                started_here.enter_context(self)
+            assert self._running is not None
+            board, watchdog = self._running
+            yield from self._convert(jobs, watchdog, Path(board.name))
 
     def _convert(
         self, jobs: Sequence[ConversionJob], watchdog: _Watchdog, board: Path

@@ -68,6 +68,10 @@ class DatabaseBusyError(TransientError):
     """Another process holds the database's write lock longer than the busy timeout."""
 
 
+class ClusterUnavailableError(TransientError):
+    """The distributed engine (a Ray cluster) cannot be reached, or lost the work it was given."""
+
+
 class OverloadedError(TransientError):
     """Too much work is waiting already; try again in a moment."""
 

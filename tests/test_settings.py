@@ -215,3 +215,14 @@ def test_secrets_are_redacted(monkeypatch):
     settings = load_settings()
     assert "sk-very-secret" not in repr(settings) and "sk-very-secret" not in str(settings.model_dump())
     assert settings.llm.api_key.get_secret_value() == "sk-very-secret"
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["ray://head:10001", "http://head:6379", "head:6379; rm -rf /", "head", "-head:6379", "head:123456"],
+)
+def test_a_ray_address_is_a_cluster_node_and_nothing_else(address):
+    with pytest.raises(ConfigurationError, match="ingest.ray.address"):
+        load_settings(ingest__engine="ray", ingest__ray__address=address)
+    for good in ("auto", "ray-head:6379", "10.0.0.7:6379"):
+        assert load_settings(ingest__ray__address=good).ingest.ray.address == good

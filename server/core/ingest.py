@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +25,24 @@ def run_ingest(
     progress: IngestProgress = NoProgress(),
     enricher: Enricher | None = None,
 ) -> IngestReport:
-    """Build a new index version from ``inputs`` (blocking; the CLI and the ingest job call it)."""
+    """Build a new index version from ``inputs`` (blocking; the CLI and the ingest job call it),
+    on the engine that ``ingest.engine`` names."""
+    embedder = embedder or make_embedder(settings)
+    engine = None
+    if settings.ingest.engine == "ray":
+        from index_build.ray_engine import RayEngine
+
+        embedder.embed(["warm-up"])  # makes the model's export here, once; the workers load it
+        engine = RayEngine(settings.ingest.ray, partial(make_embedder, settings))
     return ingest(
         settings.index.dir,
         inputs,
-        embedder=embedder or make_embedder(settings),
+        embedder=embedder,
         collection=collection,
         options=settings.ingest,
         progress=progress,
         enricher=enricher,
+        engine=engine,
     )
 
 

@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument(
         "--enrich", action="store_true", help="let the LLM situate each chunk in its document"
     )
+    engine = ingest.add_argument_group("engine (defaults: settings ingest.engine and ingest.ray)")
+    engine.add_argument(
+        "--engine", choices=("local", "ray"), help="convert and embed here, or on a Ray cluster"
+    )
+    engine.add_argument("--ray-address", help="Ray cluster to join (head:6379); unset starts a local one")
+    engine.add_argument("--ray-workers", type=int, help="converting and embedding actors of each kind")
     limits = ingest.add_argument_group("limits (a file over one is skipped and named; defaults: settings)")
     for flag, kind, meaning in INGEST_LIMIT_FLAGS:
         limits.add_argument(f"--{flag}", type=kind, dest=limit_setting(flag), help=meaning)
@@ -192,7 +198,12 @@ def main(argv: list[str] | None = None) -> int:
             limit_setting(flag).replace(".", "__"): getattr(args, limit_setting(flag), None)
             for flag, *_ in INGEST_LIMIT_FLAGS
         }
-        settings = load_settings(args.config, index__dir=getattr(args, "index", None), **limits)
+        engine = {
+            "ingest__engine": getattr(args, "engine", None),
+            "ingest__ray__address": getattr(args, "ray_address", None),
+            "ingest__ray__workers": getattr(args, "ray_workers", None),
+        }
+        settings = load_settings(args.config, index__dir=getattr(args, "index", None), **limits, **engine)
         level = logging.INFO if args.verbose else logging.getLevelName(settings.log.level.upper())
         configure_logging(level, settings.log.format, verbose=args.verbose)
         return _dispatch(args, settings)

@@ -13,8 +13,9 @@ from pipeline.retrieval import Reranker
 from server.settings import Settings
 
 
-def make_embedder(settings: Settings) -> Embedder:
-    """The configured embedder (the packaged MiniLM by default) on the configured backend."""
+def make_embedder(settings: Settings, threads: int | None = None) -> Embedder:
+    """The configured embedder (the packaged MiniLM by default) on the configured backend;
+    ``threads`` bounds the ONNX backends' threads (default: every core)."""
     model_dir = settings.embedder.path or default_embedder_path()
     if settings.embedder.backend == "torch":
         if importlib.util.find_spec("sentence_transformers") is None:
@@ -29,6 +30,7 @@ def make_embedder(settings: Settings) -> Embedder:
         model_dir,
         settings.embedder.cache_dir or settings.index.dir / ".embedders",
         quantized=settings.embedder.backend == "onnx-int8",
+        threads=threads,
     )
 
 
