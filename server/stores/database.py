@@ -183,8 +183,17 @@ def open_database(url: str | None, sqlite_path: Path, busy_timeout_s: float = 10
     return PostgresDatabase(url)
 
 
+# Held while a PostgreSQL transaction creates tables: replicas starting together on a fresh
+# database would otherwise race in CREATE TABLE IF NOT EXISTS (it is not atomic there: the
+# loser fails on pg_type's unique index). Any constant works; this one spells "docfindr".
+SCHEMA_LOCK = 0x646F6366696E6472
+
+
 def create_tables(database: Database, schema: dict[Dialect, str]) -> None:
-    """Run a store's table definitions for this database's dialect (idempotent)."""
+    """Run a store's table definitions for this database's dialect (idempotent, and safe when
+    several processes start on one database at once)."""
     with database.transaction() as tx:
+        if database.dialect == "postgresql":
+            tx.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
         for statement in filter(str.strip, schema[database.dialect].split(";")):
             tx.execute(statement)
