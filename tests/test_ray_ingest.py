@@ -181,3 +181,14 @@ def test_incremental_ingest_on_ray_converts_only_the_changed_file(
     assert (report.converted, report.reused, report.removed) == (1, 2, 1)
     ingest(tmp_path / "local", [folder], embedder=embedder)
     assert_same_index(open_live(tmp_path / "index"), open_live(tmp_path / "local"), min_cosine=0.98)
+
+
+def test_the_scale_out_benchmark_prints_its_table(cluster, documents, tmp_path):
+    from evaluation.benchmarks.scale_out import bench_scale_out
+
+    data = tmp_path / "data"
+    shutil.copytree(documents / "handbook", data / "sec10q" / "docs")
+    result = bench_scale_out(data, workers=(1,))
+    assert [(row["engine"], row["workers"]) for row in result["rows"]] == [("local", None), ("ray", 1)]
+    assert result["same_index_size"] and result["rows"][1]["chunks"] > 0
+    assert result["table"][0].startswith("| engine | workers |") and len(result["table"]) == 4
