@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pipeline.answers import Quote
-from pipeline.citations import LEADING_MARKERS, blank_markers, cited_numbers
+from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, cited_numbers
 from pipeline.context import Passage
 from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
 from pipeline.ordering import split_sentences
@@ -63,6 +63,13 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _QUOTED = re.compile(r"“[^”]*”")
+_POLAR = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
+# An answer is in the documents' own words when this share of its words that the question
+# does not use stands in runs of at least SPAN_WORDS words copied from the passages it cites.
+SPAN_WORDS = 3
+OWN_WORDS_SHARE = 0.9
+MIN_NEW_WORDS = 3  # fewer words beyond the question's say too little to judge by
 _ASKS_FOR_A_DOCUMENT = re.compile(
     r"\b(?:document|report|source|protocol|manual|guide|publication|title|form|filing|paper)s?\b",
     re.IGNORECASE,
@@ -143,6 +150,33 @@ def quoted_evidence(
         question, passages, range(1, len(passages) + 1), limit, strongest_slots=0, fill=False
     )
     return ComposedAnswer("\n".join([lead, *_quote_lines(quotes)]), "quotes", "", quotes)
+
+
+def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) -> bool:
+    """Whether ``answer`` says what it says beyond the question in the evidence's own words:
+    at least :data:`OWN_WORDS_SHARE` of its new words stand in runs of :data:`SPAN_WORDS` or
+    more words copied verbatim from ``evidence``.
+
+    Such an answer is grounded by construction, and code can tell so more reliably than a
+    small model asked whether it is ("listed the findings: IN FLIGHT COLLISION WITH OBJECT ...
+    OBJECT - TREE(S)" was judged unsupported by the 1.5B model). A "yes" or "no" opening is
+    never the documents' word, so a polar answer is left to the grounding check; a word the
+    answer changes ("admitted" for "admission") breaks its run.
+    """
+    if _POLAR.search(answer):
+        return False
+    words = _WORD.findall(MARKER.sub(" ", answer).lower())
+    runs = set()
+    for text in evidence:
+        source = _WORD.findall(text.lower())
+        runs.update(tuple(source[i : i + SPAN_WORDS]) for i in range(len(source) - SPAN_WORDS + 1))
+    copied = [False] * len(words)
+    for i in range(len(words) - SPAN_WORDS + 1):
+        if tuple(words[i : i + SPAN_WORDS]) in runs:
+            copied[i : i + SPAN_WORDS] = [True] * SPAN_WORDS
+    asked = set(analyze(question))
+    new = [i for i, word in enumerate(words) if (terms := analyze(word)) and terms[0] not in asked]
+    return len(new) >= MIN_NEW_WORDS and sum(copied[i] for i in new) >= OWN_WORDS_SHARE * len(new)
 
 
 def says_documents_do_not_answer(reply: str) -> bool:

@@ -21,6 +21,10 @@ and table rows on the spot; either way a quote's text is a verbatim substring of
 so a quoted figure is exactly the document's.
 When there is no answer to match (it could not be verified), the same fill quotes the
 closest evidence found.
+
+A unit is matched with its innermost heading's words too: the items of a list or the rows
+under "Findings" or "Inclusion Criteria" rarely repeat the word the question asks for
+("What findings did the NTSB list?"), where a boilerplate note about "NTSB reports" does.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ RETRIEVAL_WEIGHT = 0.1
 
 @dataclass(frozen=True, slots=True)
 class QuoteCandidate:
-    """A unit that may be quoted: its passage number, verbatim text, table header and page."""
+    """A unit that may be quoted: its passage number, verbatim text, table header and page,
+    and the innermost heading it stands under (matched, never quoted)."""
 
     n: int
     source: str
@@ -51,6 +56,7 @@ class QuoteCandidate:
     page: int
     score: float
     position: int
+    heading: str = ""
 
 
 def _words(text: str) -> set[str]:
@@ -65,6 +71,7 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
     for n, passage in enumerate(passages, start=1):
         source, first_page = passage.chunk.source, passage.chunk.pages[0]
         for piece in passage.pieces:
+            heading = piece.chunk.heading_path[-1] if piece.chunk.heading_path else ""
             if piece.unit is not None:
                 unit = piece.unit
                 header = (
@@ -75,14 +82,18 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
                 page = unit.page or first_page
                 if not is_contents_line(unit.text):
                     candidates.append(
-                        QuoteCandidate(n, source, unit.text, header, page, piece.score, len(candidates))
+                        QuoteCandidate(
+                            n, source, unit.text, header, page, piece.score, len(candidates), heading
+                        )
                     )
             else:
                 for sentence in split_sentences(piece.text):
                     if is_contents_line(sentence):
                         continue
                     candidates.append(
-                        QuoteCandidate(n, source, sentence, "", first_page, piece.score, len(candidates))
+                        QuoteCandidate(
+                            n, source, sentence, "", first_page, piece.score, len(candidates), heading
+                        )
                     )
     return candidates
 
@@ -111,7 +122,9 @@ def choose_quotes(
     def match(candidate: QuoteCandidate) -> tuple[float, int]:
         shared_figures = len(stated_figures(answer_figures, figures(candidate.text)))
         terms = _words(candidate.text)
-        overlap = len(answer_terms & terms) / math.sqrt(len(terms)) if terms else 0.0
+        named = _words(candidate.heading) - terms  # what its section's heading calls it
+        shared = len(answer_terms & terms) + len(answer_terms & named)
+        overlap = shared / math.sqrt(len(terms)) if terms else 0.0
         value = FIGURE_WEIGHT * shared_figures + overlap + RETRIEVAL_WEIGHT * candidate.score / top_retrieval
         return value, shared_figures
 

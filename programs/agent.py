@@ -45,7 +45,7 @@ from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, 
 from pipeline.citations import citation_link, cited_numbers, has_markers, marker
 from pipeline.context import Passage, Retrieved
 from pipeline.errors import LLMUnavailableError
-from pipeline.extractive import ComposedAnswer, compose_answer, quoted_evidence
+from pipeline.extractive import ComposedAnswer, compose_answer, in_the_documents_words, quoted_evidence
 from pipeline.figure_citations import cite_figure_sources
 from pipeline.quotes import choose_quotes
 from pipeline.steps import Step
@@ -593,8 +593,11 @@ class _Run:
         not. The LLM is then asked whether the reply is supported, as the next turn of the
         generate call's conversation (the evidence is in the server's prompt cache); when code
         dropped sentences, the reply that conversation holds is no longer the answer, and the
-        code's verdict stands. Usefulness is the code's verdict; on a server LLM
-        (``concurrent_checks``) the LLM is asked too, at the same time as the grounding check.
+        code's verdict stands; so it does, on the embedded model, when the answer is in the cited
+        passages' own words (:func:`~pipeline.extractive.in_the_documents_words`: grounded by
+        construction, where the 1.5B judge rejected correct ones). Usefulness is the code's
+        verdict; on a server LLM (``concurrent_checks``) the LLM is asked both, at the same time:
+        a strong model judges well and its calls cost little.
         """
         assert self.generated is not None, "the checks follow a generate call"
         numbers = {p.chunk.chunk_id: n for n, p in enumerate(passages, start=1)}
@@ -604,6 +607,15 @@ class _Run:
             await self.step(
                 Step.SUPPORTED, verdict="code", passages=len(cited), dropped=len(composed.dropped)
             )
+            self.best = passages
+            return True
+        own_words = in_the_documents_words(composed.kept, self.question, [p.chunk.text for p in cited])
+        if own_words and not self.agent.concurrent_checks:  # the small embedded model's judge
+            self.verdicts = {"supported": "code", "useful": "code"}
+            await self.step(
+                Step.SUPPORTED, verdict="code", passages=len(cited), reason="in the passages' own words"
+            )
+            await self.step(Step.USEFUL, verdict="code")
             self.best = passages
             return True
         supported_inputs = {"cited": ", ".join(marker(numbers[p.chunk.chunk_id]) for p in cited)}

@@ -77,7 +77,7 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
             "domain": "alma",
             "rephrased": "cryostat warm-up interval",
         },
-        {"answer": "Every six months [1].", "sources": [1]},
+        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
         {"supported": "yes"},
     )
     retriever = ScriptedRetriever(HITS)
@@ -85,9 +85,10 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
     assert len(model.history) == 3, "understand, generate, supported: three LLM calls (usefulness by code)"
     assert result.question == "How often is the cryostat warmed up?"
     assert result.outcome == "answered"
-    assert result.answer == "Every six months [1].\n\n“The cryostat is warmed up every six months.” [1]", (
-        "the model's checked sentence, then the document's own words, placed by code"
-    )
+    assert (
+        result.answer
+        == "Every six months, as scheduled [1].\n\n“The cryostat is warmed up every six months.” [1]"
+    ), "the model's checked sentence, then the document's own words, placed by code"
     assert [c.passage_id for c in result.citations] == ["doc-0001"] and result.citations[0].pages == (1, 1)
     assert result.verdicts == {"supported": "yes", "useful": "code"} and result.domain == "alma"
     assert retriever.calls == [
@@ -115,7 +116,7 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
 def test_a_first_question_skips_understanding_when_no_domain_weighs_collections():
     agent = AnswerAgent(DOMAINS, understand_first_turn=False)
     model = lm(
-        {"answer": "Every six months [1].", "sources": [1]},
+        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
         {"supported": "yes"},
     )
     retriever = ScriptedRetriever(HITS)
@@ -133,7 +134,7 @@ FOLLOW_UP = (
         "domain": "alma",
         "rephrased": "cryostat maintenance",
     },
-    {"answer": "Every six months [1].", "sources": [1]},
+    {"answer": "Every six months, as scheduled [1].", "sources": [1]},
     {"supported": "yes"},
 )
 
@@ -183,9 +184,12 @@ def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
     agent = AnswerAgent(DOMAINS)
     model = lm(
         understood("cryostat"),
-        {"answer": "Every six months [1].", "sources": [1]},
+        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
         {"supported": "no"},
-        {"answer": "Every six months [1]; the cold head was replaced in 2019 [2].", "sources": [2]},
+        {
+            "answer": "Every six months [1]; the cold head was replaced in 2019, as scheduled [2].",
+            "sources": [2],
+        },
         {"supported": "yes"},
     )
     retriever = ScriptedRetriever(HITS, SPARSE)
@@ -209,14 +213,14 @@ def test_the_grounding_check_continues_the_generate_conversation_and_names_the_c
     hits = [*HITS, SearchHit(chunk(2, "The compressor is serviced yearly."), 0.8)]
     model = lm(
         understood("compressor"),
-        {"answer": "The compressor is serviced yearly [2].", "sources": [2]},
+        {"answer": "The compressor is serviced yearly, as scheduled [2].", "sources": [2]},
         {"supported": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(hits))
     generate, check = model.history[1]["messages"], model.history[2]["messages"]
     assert check[: len(generate)] == generate, "the check's prompt begins with the generate call's, unchanged"
     written, turn = check[len(generate) :]
-    assert written["role"] == "assistant" and "serviced yearly [2]." in written["content"]
+    assert written["role"] == "assistant" and "serviced yearly, as scheduled [2]." in written["content"]
     assert turn["role"] == "user" and turn["content"].startswith("Check the answer you have just written")
     assert "[[ ## cited ## ]]\n[2]\n" in turn["content"], "asked about the passage the answer cites"
     assert "cryostat is warmed" not in turn["content"], "the evidence is not sent again"
@@ -234,7 +238,7 @@ def test_a_sentence_whose_figure_its_cited_passage_does_not_state_is_dropped_wit
     model = lm(
         understood("cryostat"),
         {"answer": "Every 18 months [1].", "sources": [1]},  # the passage says every six months
-        {"answer": "Every six months [1].", "sources": [1]},
+        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
         {"supported": "yes"},
     )
     result, _ = run(agent, model, ScriptedRetriever(HITS, SPARSE))
@@ -242,7 +246,7 @@ def test_a_sentence_whose_figure_its_cited_passage_does_not_state_is_dropped_wit
     assert first["kind"] == "quotes" and first["kept"] == ""
     assert first["dropped"] == [{"sentence": "Every 18 months [1].", "reason": "figure", "detail": ["18"]}]
     assert "llm_call" not in first or first["llm_call"] == "generate", "no LLM check for an unstated figure"
-    assert result.outcome == "answered" and result.answer.startswith("Every six months [1].\n")
+    assert result.outcome == "answered" and result.answer.startswith("Every six months, as scheduled [1].\n")
     assert "18" not in result.answer
     assert len(model.history) == 4, "understand, generate, generate again, supported"
 
@@ -252,11 +256,11 @@ def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_passes_in_
     hits = [*HITS, SearchHit(chunk(2, "The cold head is replaced every 18 months."), 0.8)]
     model = lm(
         understood("cold head"),
-        {"answer": "The cold head is replaced every 18 months [1].", "sources": [1]},
+        {"answer": "The cold head is replaced every 18 months, as scheduled [1].", "sources": [1]},
         {"supported": "yes"},
     )
     result, events = run(agent, model, ScriptedRetriever(hits))
-    assert result.answer.startswith("The cold head is replaced every 18 months [1][2].\n")
+    assert result.answer.startswith("The cold head is replaced every 18 months, as scheduled [1][2].\n")
     assert [c.n for c in result.citations] == [1, 2]
     assert "“The cold head is replaced every 18 months.” [2]" in result.answer, (
         "the unit that states it is quoted"
@@ -317,7 +321,7 @@ def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an
 def test_the_same_passages_are_not_generated_from_twice():
     agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1), understand_first_turn=False)
     model = lm(
-        {"answer": "Every six months [1].", "sources": [1]},
+        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
         {"supported": "no"},
         {"rewritten": "cryostat warm-up interval"},
     )
@@ -337,7 +341,7 @@ def test_a_retry_that_would_take_more_than_five_llm_calls_is_not_started():
     agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=2))
     model = lm(
         understood("cryostat"),
-        {"answer": "Every six months [1].", "sources": [1]},
+        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
         {"supported": "no"},
     )
     result, events = run(agent, model, ScriptedRetriever(HITS), sparse_available=False)
@@ -485,3 +489,27 @@ def test_a_prompt_longer_than_the_models_window_gives_a_sources_only_answer():
     result, _ = run(AnswerAgent(DOMAINS), WindowTooSmallLM(), ScriptedRetriever(HITS))
     assert result.outcome == "llm_unavailable" and [c.passage_id for c in result.citations] == ["doc-0001"]
     assert "longer than the language model's window" in result.trace[-1]["error"]
+
+
+def test_an_answer_in_the_cited_passages_own_words_is_grounded_by_code_without_an_llm_check():
+    """The 1.5B judge said "no" to an NTSB report's findings listed word for word; an answer
+    whose new words are runs copied from the passages it cites needs no judge."""
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
+    model = lm({"answer": "The cryostat is warmed up every six months [1].", "sources": [1]})
+    result, events = run(agent, model, ScriptedRetriever(HITS))
+    assert result.outcome == "answered" and len(model.history) == 1, "generate only"
+    assert result.verdicts == {"supported": "code", "useful": "code"}
+    check = next(e for e in result.trace if e["step"] == "supported")
+    assert check["verdict"] == "code" and "llm_call" not in check
+    assert events[-2:] == ["supported", "useful"]
+
+
+def test_a_polar_answer_or_one_in_its_own_words_still_goes_to_the_grounding_check():
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False, settings=AgentSettings(max_rewrites=0))
+    for answer in (
+        "No, the cryostat is warmed up every six months [1].",
+        "Every six months, as scheduled [1].",
+    ):
+        model = lm({"answer": answer, "sources": [1]}, {"supported": "yes"})
+        result, _ = run(agent, model, ScriptedRetriever(HITS))
+        assert len(model.history) == 2 and result.verdicts["supported"] == "yes", answer

@@ -13,6 +13,8 @@ from pipeline.extractive import (
     NOT_IN_DOCUMENTS,
     answer_sentences,
     compose_answer,
+    in_the_documents_words,
+    quoted_evidence,
     says_nothing_new,
 )
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
@@ -222,3 +224,50 @@ def test_a_documents_title_given_as_what_was_asked_for_is_not_an_answer():
         protocol,
     )
     assert asked_for.kind == "answer", "asked for a document, its title is the answer"
+
+
+def test_unverified_evidence_quotes_the_items_under_the_heading_the_question_names():
+    """The findings of an accident report are a list under "Findings" whose items ("OBJECT -
+    TREE(S)") share no word with the question; a boilerplate note about NTSB accident reports
+    shares two. Matched with their heading, the items are quoted too."""
+    note = "Note: This accident report documents the circumstances of this accident as described to the NTSB."
+    items = [
+        "Occurrence #1: IN FLIGHT COLLISION WITH OBJECT",
+        "1. OBJECT - TREE(S)",
+        "2. (C) ALTITUDE/CLEARANCE - MISJUDGED",
+    ]
+    report = Chunk(
+        "r-0000", "r", "docs", "/docs/r.pdf", "Accident report", ("Administrative",), (3, 3), note, "h"
+    )
+    findings = Chunk(
+        "r-0001",
+        "r",
+        "docs",
+        "/docs/r.pdf",
+        "Accident report",
+        ("Probable Cause", "Findings"),
+        (1, 1),
+        "\n".join(items),
+        "h",
+    )
+    units = [EvidenceUnit(f"r-0001/{i:03d}", "r-0001", "r", "item", text, 1) for i, text in enumerate(items)]
+    evidence = [
+        Passage(report, (ContextPiece(report, note, 0.84),)),
+        Passage(findings, tuple(ContextPiece(findings, u.text, 0.80, 0, u) for u in units)),
+    ]
+    quoted = quoted_evidence(
+        "What findings did the NTSB list for the accident occurrence?", evidence, "Closest:", limit=3
+    )
+    assert set(items[:2]) <= {q.text for q in quoted.quotes}, "the findings, not only the note"
+
+
+def test_own_words_are_runs_copied_from_the_evidence_not_the_same_words_rearranged():
+    evidence = [NTSB[0].chunk.text]
+    question = "Can an NTSB accident report be used in a lawsuit?"
+    copied = "The Safety Board Act precludes the admission into evidence of any part of an NTSB report [1]."
+    assert in_the_documents_words(copied, question, evidence)
+    assert not in_the_documents_words(
+        "Parts of an NTSB report may be admitted into evidence [1].", question, evidence
+    )
+    assert not in_the_documents_words("No, it precludes the admission into evidence [1].", question, evidence)
+    assert not in_the_documents_words("It is used [1].", question, evidence), "too little said to judge by"
