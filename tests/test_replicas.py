@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 from evaluation.doubles.fake_llm import FakeLLMServer
 from index_build.builder import ingest
 from server.doors.cli import main
+from tests.postgres import fresh_database
 from tests.samples import write_sample_corpus
 
 pytestmark = pytest.mark.slow
@@ -38,17 +38,8 @@ FOLLOW_UP = "And how many co-investigators may it name?"
 @pytest.fixture(scope="module")
 def database() -> Iterator[str]:
     """A fresh PostgreSQL database for the module."""
-    dsn = os.environ.get("TEST_POSTGRES_DSN")
-    if not dsn:
-        pytest.skip("no PostgreSQL server: TEST_POSTGRES_DSN is unset (.ci/run starts one)")
-    import psycopg
-
-    name = f"docfinder_replicas_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    yield dsn.rsplit("/", 1)[0] + f"/{name}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with fresh_database("docfinder_replicas") as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="module")

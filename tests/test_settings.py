@@ -226,3 +226,15 @@ def test_a_ray_address_is_a_cluster_node_and_nothing_else(address):
         load_settings(ingest__engine="ray", ingest__ray__address=address)
     for good in ("auto", "ray-head:6379", "10.0.0.7:6379"):
         assert load_settings(ingest__ray__address=good).ingest.ray.address == good
+
+
+def test_what_a_ray_worker_is_sent_to_build_the_embedder_holds_no_secret():
+    import pickle
+
+    from server.models.factories import embedder_factory
+
+    secret = "s3cr3t-" + "k" * 40
+    settings = load_settings(access__api_keys={"team": {"key": secret}}, llm__api_key=secret)
+    sent = pickle.dumps(embedder_factory(settings))
+    assert secret.encode() not in sent
+    assert pickle.loads(sent).args == (settings.embedder, settings.index.dir)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -18,6 +17,7 @@ from pipeline.errors import NotFoundError
 from server.stores.conversations import ConversationStore
 from server.stores.database import Database, PostgresDatabase, SQLiteDatabase, open_database
 from server.stores.feedback import FeedbackStore
+from tests.postgres import fresh_database
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -32,25 +32,15 @@ def database_factory(request, tmp_path):
 
         yield factory
     else:
-        dsn = os.environ.get("TEST_POSTGRES_DSN")
-        if not dsn:
-            pytest.skip("no PostgreSQL server: TEST_POSTGRES_DSN is unset (.ci/run starts one)")
-        import psycopg
+        with fresh_database() as test_dsn:
 
-        name = f"docfinder_test_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {name}")
-        test_dsn = dsn.rsplit("/", 1)[0] + f"/{name}"
+            def factory() -> Database:
+                opened.append(PostgresDatabase(test_dsn))
+                return opened[-1]
 
-        def factory() -> Database:
-            opened.append(PostgresDatabase(test_dsn))
-            return opened[-1]
-
-        yield factory
-        for database in opened:
-            database.close()
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            yield factory
+            for database in opened:
+                database.close()
         return
     for database in opened:
         database.close()

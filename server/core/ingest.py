@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import AsyncExitStack
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from index_build.builder import Enricher, IngestProgress, IngestReport, NoProgress, ingest
 from pipeline.protocols import Embedder
-from server.models.factories import make_embedder
+from server.models.factories import embedder_factory, make_embedder
 from server.models.llm import make_adapter, open_lm
 from server.settings import Settings
 
@@ -33,7 +32,7 @@ def run_ingest(
         from index_build.ray_engine import RayEngine
 
         embedder.embed(["warm-up"])  # makes the model's export here, once; the workers load it
-        engine = RayEngine(settings.ingest.ray, partial(make_embedder, settings))
+        engine = RayEngine(settings.ingest.ray, embedder_factory(settings))
     return ingest(
         settings.index.dir,
         inputs,

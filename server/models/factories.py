@@ -4,6 +4,9 @@ reranker, the glossary); the pipeline's configurations are settings sections the
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
 from index_build.embedding import SentenceTransformerEmbedder, default_embedder_path
 from pipeline.errors import ConfigurationError
@@ -11,13 +14,21 @@ from pipeline.expansion import Glossary, load_glossary
 from pipeline.protocols import Embedder
 from pipeline.retrieval import Reranker
 from server.settings import Settings
+from server.settings.sections import EmbedderSettings
 
 
 def make_embedder(settings: Settings, threads: int | None = None) -> Embedder:
     """The configured embedder (the packaged MiniLM by default) on the configured backend;
     ``threads`` bounds the ONNX backends' threads (default: every core)."""
-    model_dir = settings.embedder.path or default_embedder_path()
-    if settings.embedder.backend == "torch":
+    return build_embedder(settings.embedder, settings.index.dir, threads)
+
+
+def build_embedder(section: EmbedderSettings, index_dir: Path, threads: int | None = None) -> Embedder:
+    """The embedder of the ``embedder`` settings section, its ONNX export kept under
+    ``index_dir`` unless the section names a folder. What a Ray worker is sent to build its
+    own (:func:`embedder_factory`): the section, not the settings and their secrets."""
+    model_dir = section.path or default_embedder_path()
+    if section.backend == "torch":
         if importlib.util.find_spec("sentence_transformers") is None:
             raise ConfigurationError(
                 "embedder.backend torch runs the model with sentence-transformers, which this install "
@@ -28,10 +39,15 @@ def make_embedder(settings: Settings, threads: int | None = None) -> Embedder:
 
     return OnnxEmbedder(
         model_dir,
-        settings.embedder.cache_dir or settings.index.dir / ".embedders",
-        quantized=settings.embedder.backend == "onnx-int8",
+        section.cache_dir or index_dir / ".embedders",
+        quantized=section.backend == "onnx-int8",
         threads=threads,
     )
+
+
+def embedder_factory(settings: Settings) -> Callable[..., Embedder]:
+    """A picklable recipe for the configured embedder, for workers on other processes or nodes."""
+    return partial(build_embedder, settings.embedder, settings.index.dir)
 
 
 def make_reranker(settings: Settings) -> Reranker | None:
