@@ -153,7 +153,8 @@ def quoted_evidence(
 
 
 def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) -> bool:
-    """Whether ``answer`` says what it says beyond the question in the evidence's own words:
+    """Whether ``answer`` says what it says beyond the question in the evidence's own words
+    (the passages as the model read them: title, headings and text):
     at least :data:`OWN_WORDS_SHARE` of its new words stand in runs of :data:`SPAN_WORDS` or
     more words copied verbatim from ``evidence``.
 

@@ -609,7 +609,8 @@ class _Run:
             )
             self.best = passages
             return True
-        own_words = in_the_documents_words(composed.kept, self.question, [p.chunk.text for p in cited])
+        shown = [text for p in cited for text in (p.chunk.title, *p.chunk.heading_path, p.chunk.text)]
+        own_words = in_the_documents_words(composed.kept, self.question, shown)
         if own_words and not self.agent.concurrent_checks:  # the small embedded model's judge
             self.verdicts = {"supported": "code", "useful": "code"}
             await self.step(

@@ -513,3 +513,16 @@ def test_a_polar_answer_or_one_in_its_own_words_still_goes_to_the_grounding_chec
         model = lm({"answer": answer, "sources": [1]}, {"supported": "yes"})
         result, _ = run(agent, model, ScriptedRetriever(HITS))
         assert len(model.history) == 2 and result.verdicts["supported"] == "yes", answer
+
+
+def test_own_words_count_the_passage_title_and_headings_the_model_read():
+    """"The National Transportation Safety Board (NTSB) listed ..." takes the report's title."""
+    titled = Chunk(
+        "doc-0001", "doc", "manuals", "/docs/m1.pdf", "Cryostat Maintenance Manual", ("Setup",), (1, 1),
+        "The cryostat is warmed up every six months.", "h",
+    )  # fmt: skip
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
+    answer = "The Cryostat Maintenance Manual: the cryostat is warmed up every six months [1]."
+    model = lm({"answer": answer, "sources": [1]})
+    result, _ = run(agent, model, ScriptedRetriever([SearchHit(titled, 0.9)]))
+    assert len(model.history) == 1 and result.verdicts["supported"] == "code"
