@@ -121,8 +121,11 @@ def test_a_server_that_crashes_at_every_call_is_given_up_with_its_log(settings, 
             server,
             service,
         ):
+            # Each question makes as many LLM calls as its answer needs (one, when code checks
+            # it): ask until the third crash gives the server up, within three questions.
             with pytest.raises(ModelServerCannotRunError) as raised:
-                await service.ask(QUESTION)
+                for _ in range(3):
+                    await service.ask(QUESTION)
             with pytest.raises(ModelServerCannotRunError):  # and stays given up, not restarted
                 await service.ask(QUESTION)
             return raised.value, server
