@@ -178,7 +178,7 @@ class IngestEngine(Protocol):
         options: IngestOptions,
         report: IngestReport,
         progress: IngestProgress,
-    ) -> Generator[tuple[int, IngestedDocument | str], None, None]:
+    ) -> EngineOutcomes:
         """Each job's place in ``jobs`` with its document, vectors filled, or the reason it was
         skipped, in any order; it counts what it embedded in ``report`` and shows
         ``embeddings`` progress."""
@@ -231,6 +231,12 @@ class IngestedDocument:
     seconds: float = 0.0  # spent converting and chunking it
 
 
+# What an engine yields as files are done: each job's place among the jobs, with its embedded
+# document or the reason it was skipped; and an engine bound to one ingest.
+EngineOutcomes = Generator[tuple[int, IngestedDocument | str], None, None]
+DocumentsOf = Callable[[list[ConversionJob]], EngineOutcomes]
+
+
 def ingest(
     index_dir: Path,
     inputs: list[Path],
@@ -269,9 +275,7 @@ def ingest(
             published=False,
             ignored=[s.path.name for s in ignored],
         )
-        documents_of: Callable[
-            [list[ConversionJob]], Generator[tuple[int, IngestedDocument | str], None, None]
-        ]
+        documents_of: DocumentsOf
         if engine is None:
             documents_of = _local_engine(embedder, previous, options, progress, report, enricher)
         elif enricher is not None:
@@ -360,7 +364,7 @@ def _process_sources(
     sources: list[SourceFile],
     previous: IndexSnapshot | None,
     progress: IngestProgress,
-    engine: Callable[[list[ConversionJob]], Generator[tuple[int, IngestedDocument | str], None, None]],
+    engine: DocumentsOf,
 ) -> tuple[list[IngestedDocument], list[Failure], int]:
     """Reuse unchanged files and hand the others to ``engine``, which yields each job's place
     among the jobs with its embedded document or the reason it was skipped, in any order.
@@ -417,12 +421,12 @@ def _local_engine(
     progress: IngestProgress,
     report: IngestReport,
     enricher: Enricher | None,
-) -> Callable[[list[ConversionJob]], Generator[tuple[int, IngestedDocument | str], None, None]]:
+) -> DocumentsOf:
     """Convert in this process or its children, and embed on a thread beside: each converted
     document is queued for embedding at once, so its embedding overlaps the next conversion.
     The documents' vectors are all filled when the last one has been yielded."""
 
-    def documents(jobs: list[ConversionJob]) -> Generator[tuple[int, IngestedDocument | str], None, None]:
+    def documents(jobs: list[ConversionJob]) -> EngineOutcomes:
         embed = embedder.embed if CHUNKERS[options.chunking.method].needs_embedder else None
         outcomes = conversions(jobs, conversion_setup(embedder.tokenizer, options), options, embed=embed)
         # Closed on the way out, so child processes stop even when embedding fails mid-way.

@@ -41,6 +41,7 @@ import numpy as np
 
 from index_build.builder import (
     EmbeddingWorker,
+    EngineOutcomes,
     IngestedDocument,
     IngestOptions,
     IngestProgress,
@@ -93,7 +94,7 @@ class RayEngine:
         options: IngestOptions,
         report: IngestReport,
         progress: IngestProgress,
-    ) -> Generator[tuple[int, IngestedDocument | str], None, None]:
+    ) -> EngineOutcomes:
         progress.start("embeddings", None)
         if not jobs:
             return

@@ -610,8 +610,8 @@ class _Run:
             self.best = passages
             return True
         shown = [text for p in cited for text in (p.chunk.title, *p.chunk.heading_path, p.chunk.text)]
-        own_words = in_the_documents_words(composed.kept, self.question, shown)
-        if own_words and not self.agent.concurrent_checks:  # the small embedded model's judge
+        # On the embedded model only: a server LLM is a judge worth asking.
+        if not self.agent.concurrent_checks and in_the_documents_words(composed.kept, self.question, shown):
             self.verdicts = {"supported": "code", "useful": "code"}
             await self.step(
                 Step.SUPPORTED, verdict="code", passages=len(cited), reason="in the passages' own words"

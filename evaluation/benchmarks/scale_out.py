@@ -56,8 +56,9 @@ def bench_scale_out(data: Path, workers: tuple[int, ...] | None = None) -> dict[
     local = rows[0]
     for row in rows:
         row["speed_up"] = round(local["seconds"] / row["seconds"], 2)
-        cpus = 2 * row["workers"] if row["workers"] else 2
-        row["efficiency"] = round(row["speed_up"] * 2 / cpus, 2)  # per CPU, against the local engine's two
+        row["efficiency"] = round(
+            row["speed_up"] / (row["workers"] or 1), 2
+        )  # a worker: the local engine's 2 CPUs
     one = next((r for r in rows if r["workers"] == 1), None)
     return {
         "dataset": str(docs),
