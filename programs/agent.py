@@ -1,7 +1,8 @@
 """The answering agent: one DSPy Module with explicit, async control flow.
 
 understand (condense, classify_query, review_query: one LLM call; skipped on a conversation's
-  first message when no domain weighs collections, as nothing it says would change the search)
+  first message unless the service asks for it, see ``agent.understand``)
+  → classify_query by embedding (with a classifier: the nearest domain, no LLM call)
   → retrieve → grade_documents
   → (nothing kept: transform_query and retrieve again, at most ``max_rewrites`` times,
      then a "no documents" answer without calling generate)
@@ -44,6 +45,7 @@ import dspy
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink
 from pipeline.citations import citation_link, cited_numbers, has_markers, marker
 from pipeline.context import Passage, Retrieved
+from pipeline.domains import DomainChoice
 from pipeline.errors import LLMUnavailableError
 from pipeline.extractive import ComposedAnswer, compose_answer, in_the_documents_words, quoted_evidence
 from pipeline.figure_citations import cite_figure_sources
@@ -58,6 +60,7 @@ from programs.signatures import Generate, Supported, Transform, Understand, Usef
 log = logging.getLogger(__name__)
 
 Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
+DomainClassifier = Callable[[str], Awaitable[DomainChoice]]
 
 NO_DOCUMENTS = "I could not find anything in the documents that answers this question."
 # Said when no draft could be verified: the evidence found does not state an answer that code
@@ -191,13 +194,16 @@ class AnswerAgent(dspy.Module):
         concurrent_checks: bool = False,
         url_prefixes: Mapping[str, str] = {},
         understand_first_turn: bool = True,
+        classify: DomainClassifier | None = None,
     ) -> None:
         """``max_passages`` caps the passages a retrieval keeps; ``llm_timeout_s`` bounds one LLM
         call; ``concurrent_checks`` runs both answer checks at once (a server LLM serves them in
-        parallel)."""
+        parallel). With ``classify``, every question is placed in a domain by that classifier
+        (the nearest domain by embedding) instead of by the understanding call."""
         super().__init__()
         self.domains = domains
         self.understand_first_turn = understand_first_turn
+        self.classify = classify
         self.glossary = glossary
         self.settings = settings
         self.max_passages = max_passages
@@ -398,7 +404,9 @@ class _Run:
         else:
             self.question = message
             queries = [message]
-            await self.step(Step.UNDERSTAND_SKIPPED, reason="no conversation to condense, no domain to weigh")
+            await self.step(Step.UNDERSTAND_SKIPPED, reason="a first question is searched as typed")
+        if self.agent.classify is not None:
+            await self._classify(self.agent.classify)
         rewrites = 0
         passages = await self._retrieve_and_grade(queries, "hybrid")
         while not passages:
@@ -531,8 +539,10 @@ class _Run:
         Without history the message is the question as it stands: a small model asked to
         repeat it may still change it.
         """
-        names = list(self.agent.domains)
-        listing = "\n".join(f"{name}: {description}" for name, description in self.agent.domains.items())
+        # Placed by embedding instead, the question's domain is not asked of the LLM (fewer prompt tokens).
+        domains = self.agent.domains if self.agent.classify is None else {}
+        names = list(domains)
+        listing = "\n".join(f"{name}: {description}" for name, description in domains.items())
         turns = "\n".join(f"{role}: {text}" for role, text in history)
         reply = await self.call(
             "understand", self.agent.understand, history=turns, message=message, domains=listing or "general"
@@ -547,6 +557,17 @@ class _Run:
             await self.step(Step.CLASSIFY_QUERY, domain=self.domain, raw=reply.domain)
         await self.step(Step.REVIEW_QUERY, variant=reply.rephrased)
         return reply.rephrased
+
+    async def _classify(self, classify: DomainClassifier) -> None:
+        """Place the (standalone) question in the nearest domain, without an LLM call."""
+        choice = await classify(self.question)
+        self.domain = choice.domain
+        details: dict[str, Any] = {"domain": choice.domain, "method": "embedding"}
+        if choice.domain is None:
+            details["note"] = "no domains configured: every collection weighs 1"
+        else:
+            details["similarities"] = dict(choice.similarities)
+        await self.step(Step.CLASSIFY_QUERY, **details)
 
     async def _transform(self, problem: str) -> str:
         tried = "\n".join(

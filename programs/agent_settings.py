@@ -16,8 +16,15 @@ class AgentSettings(BaseModel):
 
     understand: Literal["auto", "always"] = Field(
         "auto",
-        description="auto: the understanding LLM call (condense, classify, rephrase) only in a conversation "
-        "or when a domain weighs collections; always: on every question.",
+        description="auto: the understanding LLM call (condense, rephrase; classify with classify = llm) in "
+        "a conversation, and on every question with an LLM server; the embedded model searches a first "
+        "question as typed (a rephrasing costs it about 6 s and lowered context recall on manual-qa dev); "
+        "always: on every question.",
+    )
+    classify: Literal["embedding", "llm"] = Field(
+        "embedding",
+        description="How a question is placed in a domain: embedding = the domain whose description is "
+        "nearest to the question (no LLM call, on every question); llm = by the understanding call.",
     )
     max_rewrites: int = Field(
         2, ge=0, le=5, description="Query rewrites after no passages or a failed check."

@@ -9,6 +9,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from pipeline.context import Retrieved, whole_passages
+from pipeline.domains import DomainChoice
 from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit
 from pipeline.wording import STEP_TEXT, status_text
@@ -41,7 +42,7 @@ HITS = [SearchHit(chunk(1, "The cryostat is warmed up every six months."), 0.9)]
 SPARSE = [SearchHit(chunk(7, "The cold head was replaced in 2019."), 0.6)]
 
 
-def run(agent, lm, retriever, **kwargs):
+def run(agent, lm, retriever, message="How often is the cryostat warmed up?", **kwargs):
     events = []
 
     async def on_status(event):
@@ -49,9 +50,7 @@ def run(agent, lm, retriever, **kwargs):
 
     async def go():
         with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-            return await agent.acall(
-                "How often is the cryostat warmed up?", retriever, on_status=on_status, **kwargs
-            )
+            return await agent.acall(message, retriever, on_status=on_status, **kwargs)
 
     return asyncio.run(go()), events
 
@@ -125,6 +124,49 @@ def test_a_first_question_skips_understanding_when_no_domain_weighs_collections(
     assert result.outcome == "answered" and result.domain is None
     assert retriever.calls == [(["How often is the cryostat warmed up?"], None, "hybrid")]
     assert events[0] == "understand_skipped" and "classify_query" not in events
+
+
+class NearestDomain:
+    """A hand-written classifier: the domain named by a word of the question, and what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, question: str) -> DomainChoice:
+        self.asked.append(question)
+        domain = "alma" if "ALMA" in question else "general"
+        return DomainChoice(domain, {"alma": 0.8 if domain == "alma" else 0.1, "general": 0.3})
+
+
+def test_a_classifier_places_the_question_in_a_domain_without_an_llm_call():
+    classify = NearestDomain()
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False, classify=classify)
+    model = lm(
+        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
+        {"supported": "yes"},
+    )
+    retriever = ScriptedRetriever(HITS)
+    result, events = run(agent, model, retriever, message="How often is the ALMA cryostat warmed up?")
+    assert len(model.history) == 2, "generate, supported: classification costs no LLM call"
+    assert events[:3] == ["understand_skipped", "classify_query", "retrieve"]
+    classified = result.trace[1]
+    assert classified["domain"] == "alma" and classified["method"] == "embedding"
+    assert classified["similarities"]["alma"] == 0.8
+    assert retriever.calls[0][1] == "alma", "the search weighs the collections of the chosen domain"
+    assert result.domain == "alma"
+
+
+def test_a_follow_up_is_classified_by_its_condensed_question_and_the_llm_is_not_asked_the_domain():
+    classify = NearestDomain()
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False, classify=classify)
+    model = lm(*FOLLOW_UP)
+    result, events = run(
+        agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")], message="And it?"
+    )
+    assert classify.asked == ["How often is the ALMA cryostat warmed up?"]
+    assert events[:3] == ["condense", "review_query", "classify_query"] and result.domain == "alma"
+    understand_prompt = str(model.history[0]["messages"])
+    assert "the ALMA telescope" not in understand_prompt, "the domains are not listed for the LLM"
 
 
 # A follow-up in a conversation: understood (condensed) first, then answered and checked.
@@ -516,7 +558,7 @@ def test_a_polar_answer_or_one_in_its_own_words_still_goes_to_the_grounding_chec
 
 
 def test_own_words_count_the_passage_title_and_headings_the_model_read():
-    """"The National Transportation Safety Board (NTSB) listed ..." takes the report's title."""
+    """ "The National Transportation Safety Board (NTSB) listed ..." takes the report's title."""
     titled = Chunk(
         "doc-0001", "doc", "manuals", "/docs/m1.pdf", "Cryostat Maintenance Manual", ("Setup",), (1, 1),
         "The cryostat is warmed up every six months.", "h",

@@ -19,7 +19,7 @@ from server.service import open_service
 from server.settings import load_settings
 from tests.samples import write_sample_corpus
 
-FIRST = [  # a first question: no understanding call (no domain weighs collections)
+FIRST = [  # a first question on the embedded model: no understanding call
     {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
     {"supported": "yes"},
 ]
@@ -61,7 +61,7 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
     assert first.agent.outcome == "answered"
     cited = first.agent.citations[0]
     assert Path(cited.source).name == "observing.md" and cited.heading_path[-1] == "Proposal preparation"
-    assert statuses[:3] == ["received", "understand_skipped", "retrieve"]
+    assert statuses[:4] == ["received", "understand_skipped", "classify_query", "retrieve"]
     assert second.conversation_id == first.conversation_id and second.answer_id != first.answer_id
     assert second.agent.trace[0]["step"] == "condense"
     # The follow-up's condense step saw the first exchange.
@@ -70,6 +70,50 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
         "When are proposals due?" in condense_prompt
         and "Proposals are due on 15 April [1]." in condense_prompt
     )
+
+
+DOMAINS = {
+    "proposals": {
+        "description": "writing and submitting observing proposals: deadlines, investigators, the Observing Tool",
+        "collections": {"handbook": 2.0},
+    },
+    "instruments": {
+        "description": "instrument hardware: the spectrometer, the cryostat, frequency bands",
+        "collections": {"handbook": 1.0},
+    },
+}
+
+
+def test_a_first_question_is_classified_by_embedding_into_a_weighted_domain_without_an_llm_call(
+    settings, embedder
+):
+    """Domains that weigh collections used to cost every first question an understanding call;
+    the nearest domain by embedding needs none, and the search gets that domain's weights."""
+    settings = load_settings(
+        index__dir=settings.index.dir,
+        stores__conversations_path=settings.stores.conversations_path,
+        domains=DOMAINS,
+    )
+    model = DummyLM(FIRST + FIRST, adapter=dspy.JSONAdapter())
+
+    async def scenario():
+        async with open_service(settings, embedder=embedder, lm=model) as service:
+            due = await service.ask("When are proposals due?")
+            cryostat = await service.ask("How often is the cryostat warmed up?")
+            return due, cryostat
+
+    due, cryostat = asyncio.run(scenario())
+    for answer, domain in ((due, "proposals"), (cryostat, "instruments")):
+        classified = next(e for e in answer.agent.trace if e["step"] == "classify_query")
+        assert classified["domain"] == domain and classified["method"] == "embedding"
+        assert set(classified["similarities"]) == set(DOMAINS)
+        assert answer.agent.domain == domain
+        assert not any(e.get("llm_call") == "understand" for e in answer.agent.trace)
+        assert [e["step"] for e in answer.agent.trace][:3] == [
+            "understand_skipped",
+            "classify_query",
+            "retrieve",
+        ]
 
 
 def test_empty_questions_are_rejected(settings, embedder):

@@ -85,7 +85,7 @@ async def test_stream_sends_status_events_before_the_answer(client):
     kinds = [kind for kind, _ in events]
     assert kinds[-1] == "answer" and set(kinds[:-1]) == {"status", "evidence"}
     steps = [data["step"] for kind, data in events if kind == "status"]
-    assert steps[:3] == ["received", "understand_skipped", "retrieve"] and "useful" in steps
+    assert steps[:4] == ["received", "understand_skipped", "classify_query", "retrieve"] and "useful" in steps
     evidence = kinds.index("evidence")
     assert events[evidence - 1][1]["step"] == "evidence" and evidence < steps.index("generate") + 2
     assert any("15 April" in q["text"] for q in events[evidence][1]["quotes"]), (
@@ -117,7 +117,8 @@ async def test_the_stream_carries_the_answer_as_tokens_before_the_checks_and_the
     last_draft = max(i for i, (kind, data) in enumerate(events) if kind == "token" and data["draft"] == 1)
     assert steps.index("generate") > last_draft and steps.index("supported") > last_draft
     calls = [data.get("llm_call") for kind, data in events if kind == "status" and data.get("llm_call")]
-    assert calls == ["generate", "supported", "useful"], "each call reported once, in order"
+    # With an LLM server a first question is understood (rephrased) too: the card's whole shape.
+    assert calls == ["understand", "generate", "supported", "useful"], "each call reported once, in order"
     assert kinds[-1] == "answer"
     final = events[-1][1]
     assert final["outcome"] == "answered" and [t["text"] for t in tokens if t["draft"] == 2] == [

@@ -222,7 +222,7 @@ def test_secrets_are_redacted(monkeypatch):
     ["ray://head:10001", "http://head:6379", "head:6379; rm -rf /", "head", "-head:6379", "head:123456"],
 )
 def test_a_ray_address_is_a_cluster_node_and_nothing_else(address):
-    with pytest.raises(ConfigurationError, match="ingest.ray.address"):
+    with pytest.raises(ConfigurationError, match=r"ingest\.ray\.address"):
         load_settings(ingest__engine="ray", ingest__ray__address=address)
     for good in ("auto", "ray-head:6379", "10.0.0.7:6379"):
         assert load_settings(ingest__ray__address=good).ingest.ray.address == good

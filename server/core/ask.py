@@ -95,7 +95,12 @@ class Asker:
                 concurrent_checks=settings.llm.api_base is not None,
                 url_prefixes=settings.index.source_url_prefixes,
                 understand_first_turn=settings.agent.understand == "always"
-                or any(domain.collections for domain in settings.domains.values()),
+                or settings.llm.api_base is not None
+                or (
+                    settings.agent.classify == "llm"
+                    and any(domain.collections for domain in settings.domains.values())
+                ),
+                classify=self.searcher.classify if settings.agent.classify == "embedding" else None,
             )
             if settings.agent.program_path is not None:
                 self.program = load_program(self._agent, settings.agent.program_path)

@@ -13,11 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from index_build.snapshot import IndexSnapshot
 from index_build.version import FileRecord
 from pipeline.answers import LOCAL_CALLER, Caller
 from pipeline.context import Context, ContextConfig, Retrieved, build_context, whole_passages
 from pipeline.documents import DocumentScope, resolve_scope
+from pipeline.domains import DomainChoice, domain_text, nearest_domain
 from pipeline.errors import InvalidRequestError, NotFoundError
 from pipeline.evidence import find_evidence
 from pipeline.expansion import Glossary
@@ -72,6 +75,7 @@ class Searcher:
         self.retrieval = retrieval
         self.access = access
         self.metrics = metrics
+        self._domains: dict[str, np.ndarray] | None = None  # each domain's vector, made on first use
         self.pool = WorkPool(
             settings.serving.max_concurrent_searches, settings.serving.search_queue, "search"
         )
@@ -198,6 +202,24 @@ class Searcher:
             sentence_scorer=(lambda texts: reranker.score(queries[0], texts)) if reranker else None,
             evidence=evidence,
         )
+
+    async def classify(self, question: str) -> DomainChoice:
+        """The configured domain nearest to ``question`` by embedding (no LLM call); the
+        question's vector is the one its search then reuses."""
+
+        def run() -> DomainChoice:
+            embedder = self._embedder()
+            return nearest_domain(embedder.embed_query(question), self._domain_vectors(embedder))
+
+        return await self.pool.run(run, admitted=True)
+
+    def _domain_vectors(self, embedder: Embedder) -> dict[str, np.ndarray]:
+        if self._domains is None:
+            names = list(self.settings.domains)
+            texts = [domain_text(name, self.settings.domains[name].description) for name in names]
+            vectors = embedder.embed(texts) if texts else []
+            self._domains = dict(zip(names, vectors))
+        return self._domains
 
     def _boosts(self, domain: str | None) -> dict[str, float] | None:
         if domain is None:
