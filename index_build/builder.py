@@ -328,8 +328,14 @@ def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOption
 
 
 def chunking_manifest(options: IngestOptions) -> dict[str, object]:
-    """What the manifest records of chunking and evidence extraction; reuse needs an exact match."""
-    return {**options.chunking.model_dump(), "evidence_version": EVIDENCE_VERSION}
+    """What the manifest records of chunking and evidence extraction; reuse needs an exact match.
+
+    An option added later is recorded only when it is on, so that an index built before it
+    existed (the same chunks) stays reusable."""
+    recorded = options.chunking.model_dump()
+    if not recorded["adjacent_overlap_tokens"]:
+        del recorded["adjacent_overlap_tokens"]
+    return {**recorded, "evidence_version": EVIDENCE_VERSION}
 
 
 def embedder_manifest(embedder: Embedder) -> dict[str, object]:

@@ -3,8 +3,9 @@
 A chunk never crosses a heading. Inside a section, paragraphs and tables are packed
 greedily up to the token budget; a paragraph longer than the budget is cut into token
 windows with a small overlap, and a long table is cut between rows with its header rows
-repeated, so a row's label always stays with its figures. The budget counts the title and
-heading path too, because that is what gets embedded.
+repeated, so a row's label always stays with its figures. Optionally, a chunk begins with the
+last sentences of the chunk before it in the same section (``adjacent_overlap_tokens``). The
+budget counts the title and heading path too, because that is what gets embedded.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from index_build.document import Block, ParsedDocument
+from pipeline.ordering import split_sentences
 from pipeline.protocols import Tokenizer
 from pipeline.registry import Registry
 from pipeline.types import Chunk, passage_text
@@ -37,6 +39,12 @@ class ChunkingOptions(BaseModel):
 
     max_tokens: int = Field(256, ge=16, le=8192, description="Chunk size in embedder tokens.")
     overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
+    adjacent_overlap_tokens: int = Field(
+        0,
+        ge=0,
+        description="Overlap between adjacent chunks of one section: a chunk begins with the last "
+        "sentences of the chunk before, up to this many tokens; 0: none.",
+    )
     min_body_tokens: int = Field(
         64,
         ge=1,
@@ -65,10 +73,11 @@ class ChunkingOptions(BaseModel):
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkingOptions:
-        if self.overlap_tokens >= self.max_tokens:
-            raise ValueError(
-                f"overlap_tokens ({self.overlap_tokens}) must be smaller than max_tokens ({self.max_tokens})"
-            )
+        for name in ("overlap_tokens", "adjacent_overlap_tokens"):
+            if getattr(self, name) >= self.max_tokens:
+                raise ValueError(
+                    f"{name} ({getattr(self, name)}) must be smaller than max_tokens ({self.max_tokens})"
+                )
         return self
 
 
@@ -228,12 +237,36 @@ def _pack_section(
         # The blank line between two units costs about one token; count it so chunks stay in budget.
         if current and used + 1 + unit.tokens > budget:
             packed.append(current)
+            tail = _tail(current, unit, options.adjacent_overlap_tokens, tokenizer)
             current, used = [], 0
+            if tail is not None and tail.tokens + 1 + unit.tokens <= budget:
+                current, used = [tail], tail.tokens
         used += unit.tokens + (1 if current else 0)
         current.append(unit)
     if current:
         packed.append(current)
     return packed
+
+
+def _tail(previous: list[_Unit], following: _Unit, overlap: int, tokenizer: Tokenizer) -> _Unit | None:
+    """The last whole sentences of a chunk, at most ``overlap`` tokens, for the next chunk of the
+    same section to begin with (ESOFinder's overlap between adjacent chunks: a fact stated across
+    the cut is whole in one of them). None when there is nothing to carry: no overlap asked, the
+    chunk ends with a table (a split table repeats its header instead), or the next chunk
+    continues the same long paragraph (its windows already overlap)."""
+    last = previous[-1]
+    if overlap <= 0 or last.kind != "text" or (last.block >= 0 and following.block == last.block):
+        return None
+    start, used = len(last.text), 0
+    for sentence in reversed(split_sentences(last.text)):
+        tokens = tokenizer.count(sentence)
+        at = last.text.rfind(sentence, 0, start)
+        if at < 0 or used + tokens > overlap:
+            break
+        start, used = at, used + tokens
+    if start == len(last.text):
+        return None
+    return _Unit(last.text[start:], last.page, tokenizer.count(last.text[start:]), "text", last.block)
 
 
 def _split_text(block: Block, budget: int, overlap: int, tokenizer: Tokenizer) -> list[_Unit]:

@@ -1,5 +1,7 @@
 """Heading-aware chunking: boundaries, token budget, overlap, tables kept whole by rows."""
 
+import pytest
+
 from index_build.chunking import ChunkingOptions, chunk_document
 from index_build.document import Block, ParsedDocument
 from pipeline.types import passage_text
@@ -80,3 +82,62 @@ def test_content_hash_changes_with_text_only():
     b = chunk([Block("text", "alpha beta", 1)])[0]
     c = chunk([Block("text", "alpha gamma", 1)])[0]
     assert a.content_hash == b.content_hash != c.content_hash
+
+
+def overlapping(blocks, adjacent: int, max_tokens=41):
+    document = ParsedDocument(title="Guide", blocks=tuple(blocks), page_count=3)
+    options = ChunkingOptions(
+        max_tokens=max_tokens, overlap_tokens=5, min_body_tokens=8, adjacent_overlap_tokens=adjacent
+    )
+    return chunk_document(
+        document, doc_id="d1", collection="c", source="/x/guide.pdf", tokenizer=TOKENS, options=options
+    )
+
+
+def sentences(n: int, start: int) -> str:
+    """``n`` five-word sentences, numbered from ``start``."""
+    return " ".join(f"Step {i} ends here now." for i in range(start, start + n))
+
+
+def test_adjacent_chunks_of_a_section_overlap_by_whole_sentences_within_the_budget():
+    blocks = [Block("heading", "Procedure", 1, 1)] + [Block("text", sentences(3, 3 * i), 1) for i in range(4)]
+    plain = overlapping(blocks, adjacent=0)
+    chunks = overlapping(blocks, adjacent=11)
+    assert len(plain) == 2 and not plain[1].text.startswith("Step 5")
+    for before, after in zip(chunks, chunks[1:]):
+        # The two last sentences (10 tokens) fit 11; three would not.
+        assert after.text.startswith(" ".join(before.text.split()[-10:]) + "\n\n")
+    for c in chunks:
+        assert TOKENS.count(passage_text(c.title, c.heading_path, c.text)) <= 41
+    joined = " ".join(c.text for c in plain)
+    assert all(sentence in joined for c in chunks for sentence in c.text.split("\n\n")), (
+        "overlap repeats the document's own words, it invents none"
+    )
+
+
+def test_adjacent_overlap_never_crosses_a_heading_nor_repeats_a_table_or_a_split_paragraph():
+    table = "| Band | GHz |\n| --- | --- |\n" + "\n".join(f"| B{i} | {i} |" for i in range(12))
+    chunks = overlapping(
+        [
+            Block("heading", "One", 1, 1),
+            Block("text", sentences(4, 0), 1),
+            Block("heading", "Two", 2, 1),
+            Block("text", sentences(2, 10), 2),
+            Block("table", table, 2),
+            Block("text", sentences(2, 20), 2),
+            Block("heading", "Three", 3, 1),
+            Block("text", words(90), 3),
+        ],
+        adjacent=11,
+    )
+    second = [c for c in chunks if c.heading_path == ("Two",)]
+    assert not second[0].text.startswith("Step 3"), "the section before is not repeated"
+    assert all(not c.text.startswith("| B") or c.text.startswith("| Band") for c in second)
+    windows = [c.text.split() for c in chunks if c.heading_path == ("Three",)]
+    for previous, current in zip(windows, windows[1:]):
+        assert previous[-5:] == current[:5] and previous[-6:] != current[:6], "only the window overlap"
+
+
+def test_an_adjacent_overlap_as_long_as_a_chunk_is_refused():
+    with pytest.raises(ValueError, match="adjacent_overlap_tokens"):
+        ChunkingOptions(max_tokens=64, adjacent_overlap_tokens=64)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from index_build.builder import IngestOptions, ingest
+from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
 from index_build.snapshot import open_live
 from pipeline.errors import UnknownCollectionError
@@ -120,6 +121,20 @@ def test_an_unchanged_ingest_publishes_nothing(sample_corpus, tmp_path, embedder
     first = ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
     again = ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
     assert not again.published and again.version == first.version and again.reused == 4
+
+
+def test_turning_on_adjacent_overlap_rebuilds_the_chunks_and_an_index_from_before_it_stays_reusable(
+    sample_corpus, tmp_path, embedder
+):
+    index = tmp_path / "index"
+    first = ingest(index, [sample_corpus], embedder=embedder)
+    manifest = json.loads((index / "live" / "manifest.json").read_text())
+    assert "adjacent_overlap_tokens" not in manifest["chunking"], "off, it is recorded as before it existed"
+    again = ingest(index, [sample_corpus], embedder=embedder)
+    assert again.reused == 4 and not again.published
+    overlapping = IngestOptions(chunking=ChunkingOptions(adjacent_overlap_tokens=16))
+    rebuilt = ingest(index, [sample_corpus], embedder=embedder, options=overlapping)
+    assert rebuilt.published and rebuilt.version != first.version and rebuilt.reused == 0
 
 
 def test_folders_become_collections_and_searches_can_be_limited(sample_corpus, tmp_path, embedder):
