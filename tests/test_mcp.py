@@ -112,6 +112,33 @@ async def test_ask_matches_the_cli_and_reports_each_step_as_progress(service, se
     assert first["link"].startswith("file://") and first["heading_path"] and first["passage_id"]
 
 
+async def test_ask_trace_shows_every_step_of_the_card_on_a_first_question(settings, capsys):
+    """`docfinder ask --trace` with an LLM server: understood (rephrased), classified, retrieved
+    with its search stages (rerank among them), generated and checked twice."""
+    assert await asyncio.to_thread(cli_main, ["ask", QUESTION, "--trace"]) == 0
+    printed = capsys.readouterr().out
+    traced = printed[printed.index("\ntrace") :]
+    steps = [line.split()[0] for line in traced.splitlines()[1:] if line.startswith("  ") and line.split()]
+    for step in (
+        "review_query",
+        "classify_query",
+        "retrieve",
+        "rerank",
+        "fuse",
+        "generate",
+        "supported",
+        "useful",
+    ):
+        assert step in steps, f"{step} is not in the trace:\n{traced}"
+    assert (
+        steps.index("review_query")
+        < steps.index("retrieve")
+        < steps.index("rerank")
+        < steps.index("generate")
+    )
+    assert "no reranker configured" in " ".join(traced.split())
+
+
 async def test_search_has_one_shape_over_http_the_cli_and_mcp(service, settings, capsys):
     async with Client(build_mcp_server(service, settings)) as client:
         over_mcp = (

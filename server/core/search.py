@@ -84,7 +84,7 @@ class Searcher:
         """A search's context (or its hits, whole) as passages labelled with their document's period."""
         passages = result.context.passages() if result.context is not None else whole_passages(result.hits)
         periods = {r.doc_id: r.period or r.version for r in snapshot.files}
-        details: dict[str, Any] = {"scope": result.scope.trace()}
+        details: dict[str, Any] = {"scope": result.scope.trace(), "stages": [_stage(e) for e in result.trace]}
         if result.context is not None:
             selected = next((e for e in result.context.trace if e.get("step") == "select_context"), {})
             details.update(strategy=selected.get("strategy"), context_tokens=result.context.tokens)
@@ -271,3 +271,15 @@ class Searcher:
             for name, collection in sorted(snapshot.collections.items())
             if caller.collections is None or name in caller.collections
         ]
+
+
+def _stage(entry: dict[str, Any]) -> dict[str, Any]:
+    """A search stage as the agent's trace shows it: its name, time and short details (the
+    lists of candidates are left to ``docfinder search --trace``)."""
+    return {
+        key: value
+        for key, value in entry.items()
+        if value is None
+        or isinstance(value, (bool, int, float))
+        or (isinstance(value, str) and len(value) <= 120)
+    }

@@ -146,14 +146,24 @@ def print_index_info(console: Console, info: dict[str, Any]) -> None:
 
 
 def print_trace(console: Console, trace: list[dict[str, Any]]) -> None:
-    """One line per retrieval stage: its name, time and the details that matter most."""
+    """One line per step: a search stage with its time in ms, an answering step with the
+    seconds since the question came (``t``) and, under a retrieval, its search stages."""
     console.print("[bold]trace[/]")
+    _print_steps(console, trace, indent="  ")
+
+
+def _print_steps(console: Console, trace: list[dict[str, Any]], indent: str) -> None:
     for step in trace:
         # Long lists (candidates, kept ids) are summarised by their length.
-        details = {k: len(v) if isinstance(v, list) and len(v) > 3 else v for k, v in step.items()}
-        details.pop("step")
-        details.pop("ms")
-        console.print(f"  {step['step']:<15} {step['ms']:>8.2f} ms  {escape(str(details))}")
+        details = {
+            k: len(v) if isinstance(v, list) and len(v) > 3 else v
+            for k, v in step.items()
+            if k not in ("step", "ms", "t", "stages")
+        }
+        when = f"{step['ms']:>8.2f} ms" if "ms" in step else f"{step.get('t', 0.0):>8.2f} s "
+        console.print(f"{indent}{step['step']:<15} {when}  {escape(str(details))}")
+        if step.get("stages"):
+            _print_steps(console, step["stages"], indent + "    ")
 
 
 def print_context(console: Console, context: Context) -> None:
