@@ -74,7 +74,8 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
 
 DOMAINS = {
     "proposals": {
-        "description": "writing and submitting observing proposals: deadlines, investigators, the Observing Tool",
+        "description": "writing and submitting observing proposals: deadlines, investigators, "
+        "the Observing Tool",
         "collections": {"handbook": 2.0},
     },
     "instruments": {
