@@ -327,14 +327,20 @@ def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOption
     return same_chunking and built_by(snapshot.manifest, embedder)
 
 
+# Chunking options added after indexes existed, with the value that chunks as before they did.
+CHUNKING_ADDED_LATER = {"adjacent_overlap_tokens": 0}
+
+
 def chunking_manifest(options: IngestOptions) -> dict[str, object]:
     """What the manifest records of chunking and evidence extraction; reuse needs an exact match.
 
-    An option added later is recorded only when it is on, so that an index built before it
-    existed (the same chunks) stays reusable."""
-    recorded = options.chunking.model_dump()
-    if not recorded["adjacent_overlap_tokens"]:
-        del recorded["adjacent_overlap_tokens"]
+    An option added later is recorded only when it changes the chunks, so that an index built
+    before it existed stays reusable."""
+    recorded = {
+        name: value
+        for name, value in options.chunking.model_dump().items()
+        if name not in CHUNKING_ADDED_LATER or value != CHUNKING_ADDED_LATER[name]
+    }
     return {**recorded, "evidence_version": EVIDENCE_VERSION}
 
 

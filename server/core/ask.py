@@ -85,17 +85,19 @@ class Asker:
             from programs.agent import AnswerAgent
 
             settings = self.settings
+            # llama.cpp on a CPU answers one call at a time, seconds each; a server LLM (vLLM)
+            # batches them, so it also checks twice at once and understands every question.
+            server_llm = settings.llm.api_base is not None
             self._agent = AnswerAgent(
                 {name: domain.description for name, domain in settings.domains.items()},
                 glossary=self.searcher.glossary.as_prompt() if self.searcher.glossary else "",
                 settings=settings.agent,
                 max_passages=settings.retrieval.max_passages,
                 llm_timeout_s=settings.llm.timeout_s,
-                # llama.cpp on a CPU answers one call at a time; a server LLM (vLLM) batches them.
-                concurrent_checks=settings.llm.api_base is not None,
+                concurrent_checks=server_llm,
                 url_prefixes=settings.index.source_url_prefixes,
                 understand_first_turn=settings.agent.understand == "always"
-                or settings.llm.api_base is not None
+                or server_llm
                 or (
                     settings.agent.classify == "llm"
                     and any(domain.collections for domain in settings.domains.values())
