@@ -7,7 +7,8 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    evidence it cites: every figure stated by a cited unit or the question
    (:func:`pipeline.figures.unstated_figures`),
    no rise where the cited unit writes the number as a decrease ("a 3% increase" of a
-   "Change: (3)%"), every name it writes (a capitalised word past the sentence's first, an
+   "Change: (3)%"), no figure of one table row written beside another row's label
+   (:mod:`pipeline.row_labels`), every name it writes (a capitalised word past the sentence's first, an
    acronym's expansion)
    found in the evidence or the question (a small model often cites the neighbouring passage;
    a wrong citation is not an invented name), and no "yes" where the evidence that answers
@@ -38,7 +39,8 @@ from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, cited_num
 from pipeline.context import Passage
 from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
 from pipeline.ordering import split_sentences
-from pipeline.quotes import QuoteCandidate, choose_quotes, with_strongest_unit
+from pipeline.quotes import QuoteCandidate, choose_quotes, quote_candidates, with_strongest_unit
+from pipeline.row_labels import figures_from_other_rows
 from pipeline.text import analyze
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
@@ -81,7 +83,7 @@ class DroppedSentence:
     """A sentence of the model's reply that code did not let through, and why."""
 
     sentence: str
-    reason: Literal["figure", "direction", "name", "negation", "label", "says_nothing"]
+    reason: Literal["figure", "direction", "row", "name", "negation", "label", "says_nothing"]
     detail: tuple[str, ...] = ()
 
 
@@ -233,6 +235,13 @@ def _problem(
     turned = rise_of_a_decrease(sentence, stated) if check_figures else []
     if turned:
         return DroppedSentence(sentence, "direction", tuple(turned))
+    misplaced = (
+        figures_from_other_rows(sentence, question, [u for u in quote_candidates(passages) if u.n in own])
+        if check_figures
+        else []
+    )
+    if misplaced:
+        return DroppedSentence(sentence, "row", tuple(misplaced))
     if any(len(label) > 20 and label in sentence for label in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
     if not _ASKS_FOR_A_DOCUMENT.search(question) and any(

@@ -145,6 +145,49 @@ def test_a_table_row_is_quoted_with_each_figure_beside_its_column_label():
     ), "each figure beside its column's label, so a figure is never read from the wrong column"
 
 
+def table(title: str, header: str, *rows: str) -> list[Passage]:
+    """One passage of a table whose rows are evidence units under ``header``."""
+    chunk = Chunk("t-0000", "t", "docs", "/docs/t.pdf", title, ("Note 11",), (17, 17), "\n".join(rows), "h")
+    units = [
+        EvidenceUnit(f"t-0000/{i:03}", "t-0000", "t", "row", row, 17, header) for i, row in enumerate(rows)
+    ]
+    return [Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))]
+
+
+def test_a_figure_written_beside_another_rows_label_is_dropped():
+    """An agent answer read by hand (SEC dev): $27 million is the stock-based compensation table's
+    "Cost of revenue" row; the model gave it as research and development, the row below."""
+    compensation = table(
+        "2023 Q1 NVDA",
+        "(In millions)\n| | April 30, 2023 | May 1, 2022 |",
+        "| Cost of revenue | $27 | $38 |",
+        "| Research and development | 524 | 384 |",
+    )
+    question = "How much did NVIDIA allocate to research and development in Q1 2023?"
+    wrong = compose_answer(
+        question, "NVIDIA allocated $27 million to research and development in Q1 2023 [1].", compensation
+    )
+    assert [(d.reason, d.detail) for d in wrong.dropped] == [("row", ("$27 (Cost of revenue)",))]
+    assert wrong.kind == "quotes" and "Research and development — April 30, 2023: 524" in wrong.text
+    for right in (
+        "NVIDIA allocated $524 million to research and development in Q1 2023 [1].",
+        "R&D took $524 million in the quarter [1].",  # the row named by its initials
+        "Cost of revenue included $27 million of it [1].",
+    ):
+        composed = compose_answer(question, right, compensation)
+        assert composed.kind == "answer" and not composed.dropped, right
+
+
+def test_a_row_named_by_another_word_is_not_judged_without_a_rival_row():
+    """ "Revenue" for a "Total net sales" row is a synonym: no other row of the table is named, so
+    code cannot tell the figure is misplaced and lets it through."""
+    sales = table(
+        "2023 Q3 AAPL", "| | July 1, 2023 |", "| Total net sales | 81,797 |", "| Cost of sales | 45,384 |"
+    )
+    composed = compose_answer("What was Apple's revenue?", "Apple's revenue was $81,797 million [1].", sales)
+    assert composed.kind == "answer" and not composed.dropped
+
+
 def test_citations_written_after_the_full_stop_stay_with_their_sentence():
     assert answer_sentences("It rose 5%. [2] It fell later [3].") == ["It rose 5%. [2]", "It fell later [3]."]
 
