@@ -178,14 +178,28 @@ def test_a_figure_written_beside_another_rows_label_is_dropped():
         assert composed.kind == "answer" and not composed.dropped, right
 
 
-def test_a_row_named_by_another_word_is_not_judged_without_a_rival_row():
+def test_a_row_named_by_another_word_or_a_total_row_is_not_judged():
     """ "Revenue" for a "Total net sales" row is a synonym: no other row of the table is named, so
-    code cannot tell the figure is misplaced and lets it through."""
+    code cannot tell the figure is misplaced and lets it through. A "Total" row sums the rows the
+    sentence names (an agent answer of the SEC dev run that first used the check)."""
     sales = table(
         "2023 Q3 AAPL", "| | July 1, 2023 |", "| Total net sales | 81,797 |", "| Cost of sales | 45,384 |"
     )
     composed = compose_answer("What was Apple's revenue?", "Apple's revenue was $81,797 million [1].", sales)
     assert composed.kind == "answer" and not composed.dropped
+    goodwill = table(
+        "2024 Q1 MSFT",
+        "| | June 30, 2023 | Acquisitions | Other | September 30, 2023 |",
+        "| Intelligent Cloud | $28,056 | $0 | $(32) | $28,024 |",
+        "| More Personal Computing | $22,848 | $0 | $(64) | $22,784 |",
+        "| Total | $67,886 | $0 | $(96) | $67,790 |",
+    )
+    summed = compose_answer(
+        "How did Microsoft's goodwill change?",
+        "Goodwill went from $67,886 to $67,790, in Intelligent Cloud and More Personal Computing [1].",
+        goodwill,
+    )
+    assert summed.kind == "answer" and not summed.dropped, "a Total row sums the rows the sentence names"
 
 
 def test_citations_written_after_the_full_stop_stay_with_their_sentence():
