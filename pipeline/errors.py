@@ -80,5 +80,14 @@ class LLMUnavailableError(TransientError):
     """The language model gave no usable reply: unreachable, too slow, or unreadable."""
 
 
+class UnreadableReplyError(LLMUnavailableError):
+    """The language model replied, but not in the form asked (cut off at its token limit, or not
+    JSON); ``reply`` is its text as written, for a caller that can use part of it."""
+
+    def __init__(self, message: str, reply: str = "") -> None:
+        super().__init__(message)
+        self.reply = reply
+
+
 class UnknownCollectionError(InvalidRequestError):
     """A search named a collection the index does not have."""

@@ -34,8 +34,10 @@ answer quotes already.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -43,10 +45,10 @@ from typing import Any
 import dspy
 
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink
-from pipeline.citations import citation_link, cited_numbers, has_markers, marker
+from pipeline.citations import MARKERS_AFTER, citation_link, cited_numbers, has_markers, marker
 from pipeline.context import Passage, Retrieved
 from pipeline.domains import DomainChoice
-from pipeline.errors import LLMUnavailableError
+from pipeline.errors import LLMUnavailableError, UnreadableReplyError
 from pipeline.extractive import ComposedAnswer, compose_answer, in_the_documents_words, quoted_evidence
 from pipeline.figure_citations import cite_figure_sources
 from pipeline.quotes import choose_quotes
@@ -81,6 +83,30 @@ MAX_APPENDED_MARKERS = 3  # citations added for an answer that declared its sour
 def number_passages(passages: Sequence[Passage]) -> str:
     """The passages as the generate step reads them: ``[n] title (period) — heading, p. x`` then the text."""
     return "\n\n".join(f"{marker(n)} {p.evidence_label()}\n{p.text}" for n, p in enumerate(passages, start=1))
+
+
+_ANSWER_FIELD = re.compile(r'"answer"\s*:\s*"((?:[^"\\]|\\.)*)')
+# A sentence ends where text goes on after it: the reply was cut, so its last words are not one.
+_LAST_SENTENCE_END = re.compile(rf"^.*[.!?](?:{MARKERS_AFTER.pattern})?(?=\s)", re.DOTALL)
+
+
+def answer_of_a_cut_reply(reply: str) -> str:
+    """The whole sentences of the ``answer`` field of a JSON reply cut off mid-way (the model
+    reached its token limit: a long list of figures); empty when there is none.
+
+    Seen on SEC dev (a question on debt across quarters): the reply ran to the 400-token limit,
+    the JSON never closed, and the user was told the language model was not available.
+    """
+    found = _ANSWER_FIELD.search(reply)
+    if found is None:
+        return ""
+    text = found.group(1).removesuffix("\\")
+    try:
+        text = json.loads(f'"{text}"')
+    except json.JSONDecodeError:
+        return ""
+    whole = _LAST_SENTENCE_END.match(text)
+    return whole.group().strip() if whole else ""
 
 
 def estimated_llm_tokens(text: str) -> int:
@@ -317,7 +343,9 @@ class _Run:
             raise LLMUnavailableError("the language model cannot be reached") from exc
         except _parse_errors() as exc:
             log.warning("the language model's reply could not be read: %s", exc)
-            raise LLMUnavailableError("the language model's reply could not be read") from exc
+            raise UnreadableReplyError(
+                "the language model's reply could not be read", getattr(exc, "lm_response", None) or ""
+            ) from exc
         except _too_long_errors() as exc:
             log.warning("the prompt is longer than the language model's window: %s", exc)
             raise LLMUnavailableError("the prompt is longer than the language model's window") from exc
@@ -488,7 +516,17 @@ class _Run:
             "glossary": self.agent.glossary,
         }
         raw: list[str] = []
-        reply = await self.call("generate", self.agent.generate, stream="answer", raw=raw, **inputs)
+        try:
+            reply = await self.call("generate", self.agent.generate, stream="answer", raw=raw, **inputs)
+        except UnreadableReplyError as exc:
+            answer = answer_of_a_cut_reply(exc.reply)
+            if not answer:
+                raise
+            # The model wrote past its token limit: its whole sentences are still an answer to check.
+            self.calls_made += 1
+            self.generated = Conversation.of_call(self.agent.generate, inputs, exc.reply)
+            await self.step(Step.GENERATE, answer=answer, sources=[], passages=len(passages), cut_off=True)
+            return answer
         written = "".join(raw) or reply_text(self.agent.generate, reply)
         self.generated = Conversation.of_call(self.agent.generate, inputs, written)
         answer = with_citation_markers(reply.answer, reply.sources, [p.text for p in passages])

@@ -510,6 +510,36 @@ def test_an_unreadable_llm_reply_gives_a_sources_only_answer():
     assert "could not be read" in result.trace[-1]["error"]
 
 
+class RawReplyLM(DummyLM):
+    """DummyLM that writes a reply given as ``{"raw": text}`` exactly as given (a reply cut off at
+    the token limit is no valid JSON), and any other reply as the adapter formats it."""
+
+    def _format_answer_fields(self, field_names_and_values):
+        if "raw" in field_names_and_values:
+            return field_names_and_values["raw"]
+        return super()._format_answer_fields(field_names_and_values)
+
+
+def test_a_reply_cut_off_at_the_token_limit_keeps_its_whole_sentences():
+    """Seen on SEC dev: a reply listing figures ran to the token limit, its JSON never closed, and
+    the user was told the language model was not available."""
+    cut = '{"answer": "The cryostat is warmed up every six months [1]. Before that, it was warmed up ev'
+    model = RawReplyLM([understood("cryostat warm-up interval"), {"raw": cut}], adapter=dspy.JSONAdapter())
+    result, _ = run(AnswerAgent(DOMAINS), model, ScriptedRetriever(HITS))
+    assert result.outcome == "answered"
+    assert result.answer.startswith("The cryostat is warmed up every six months [1].\n")
+    generate = next(e for e in result.trace if e["step"] == "generate")
+    assert (
+        generate["cut_off"] is True
+        and generate["answer"] == "The cryostat is warmed up every six months [1]."
+    )
+    nothing_whole = RawReplyLM(
+        [{"raw": '{"answer": "The cryostat is warmed up ev'}], adapter=dspy.JSONAdapter()
+    )
+    result, _ = run(AnswerAgent(DOMAINS), nothing_whole, ScriptedRetriever(HITS))
+    assert result.outcome == "llm_unavailable" and "could not be read" in result.trace[-1]["error"]
+
+
 class WindowTooSmallLM(dspy.BaseLM):
     """An LM whose context window the prompt does not fit (as llama.cpp's server answers then)."""
 
