@@ -103,6 +103,25 @@ def test_servers_read_the_index_and_only_the_ingest_job_writes_it(model):
     assert services["api"]["command"][:2] == ["serve", "http"] and "healthcheck" in services["postgres"]
 
 
+def test_servers_rerank_with_the_seeds_cross_encoder_fetched_once_into_a_read_only_volume(model):
+    services = model["services"]
+    weights = services["reranker-weights"]
+    assert "BAAI/bge-reranker-base" in " ".join(weights["command"])
+    assert weights["environment"]["HF_HUB_OFFLINE"] == "0", "the one job that goes online"
+    [written] = [v for v in weights["volumes"] if v["target"] == "/models/reranker"]
+    assert not written.get("read_only")
+    for name in ("api", "api-replica", "slack", "teams"):
+        env = services[name]["environment"]
+        [mounted] = [
+            v for v in services[name]["volumes"] if v["target"] == env["DOCFINDER_RETRIEVAL__RERANKER_PATH"]
+        ]
+        assert mounted["read_only"] and mounted["source"] == written["source"], name
+        assert (
+            services[name]["depends_on"]["reranker-weights"]["condition"] == "service_completed_successfully"
+        )
+        assert "HF_HUB_OFFLINE" not in env, f"{name} stays offline"
+
+
 def test_the_dockerfile_builds_the_make_install_environment_as_a_non_root_user():
     dockerfile = (DOCKER / "Dockerfile").read_text()
     stages = re.findall(r"^FROM (\S+)", dockerfile, re.M)
