@@ -117,10 +117,11 @@ def compose_answer(
         text = "\n".join([f"{NOT_IN_DOCUMENTS} {NEAREST_EVIDENCE}", *_quote_lines(nearest)])
         return ComposedAnswer(text, "not_in_documents", "", nearest)
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
+    units = quote_candidates(passages)
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
     for sentence in sentences:
-        problem = _problem(sentence, question, evidence, cited, passages, check_figures)
+        problem = _problem(sentence, question, evidence, cited, passages, units, check_figures)
         if problem is None:
             kept.append(sentence)
         else:
@@ -221,6 +222,7 @@ def _problem(
     evidence: dict[int, str],
     cited: Collection[int],
     passages: Sequence[Passage],
+    units: Sequence[QuoteCandidate],
     check_figures: bool,
 ) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
@@ -236,9 +238,7 @@ def _problem(
     if turned:
         return DroppedSentence(sentence, "direction", tuple(turned))
     misplaced = (
-        figures_from_other_rows(sentence, question, [u for u in quote_candidates(passages) if u.n in own])
-        if check_figures
-        else []
+        figures_from_other_rows(sentence, question, [u for u in units if u.n in own]) if check_figures else []
     )
     if misplaced:
         return DroppedSentence(sentence, "row", tuple(misplaced))

@@ -59,7 +59,7 @@ class QuoteCandidate:
     heading: str = ""
 
 
-def _words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
     """Stemmed words without numbers: figures are matched on their own, and would only dilute the overlap."""
     return {t for t in analyze(text) if not t[0].isdigit()}
 
@@ -116,13 +116,13 @@ def choose_quotes(
         return _add_strongest_evidence([], candidates, limit)
     pool = [c for c in candidates if c.n in cited] or candidates
     answer_figures = figures(answer)
-    answer_terms = _words(answer)
+    answer_terms = content_words(answer)
     top_retrieval = max(c.score for c in pool) or 1.0
 
     def match(candidate: QuoteCandidate) -> tuple[float, int]:
         shared_figures = len(stated_figures(answer_figures, figures(candidate.text)))
-        terms = _words(candidate.text)
-        named = _words(candidate.heading) - terms  # what its section's heading calls it
+        terms = content_words(candidate.text)
+        named = content_words(candidate.heading) - terms  # what its section's heading calls it
         shared = len(answer_terms & terms) + len(answer_terms & named)
         overlap = shared / math.sqrt(len(terms)) if terms else 0.0
         value = FIGURE_WEIGHT * shared_figures + overlap + RETRIEVAL_WEIGHT * candidate.score / top_retrieval

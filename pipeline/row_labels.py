@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 from pipeline.citations import blank_markers
 from pipeline.figures import figures, stated_figures, written_forms
-from pipeline.quotes import QuoteCandidate
-from pipeline.text import analyze
+from pipeline.quotes import QuoteCandidate, content_words
+from pipeline.types import table_cells
 
 _ACRONYM = re.compile(r"\b[A-Z](?:[A-Z]|[&/][A-Z])+\b")
 _NOT_INITIALS = frozenset({"and", "of", "the", "for", "in", "on", "to", "&"})
@@ -41,7 +41,7 @@ def is_table_row(unit: QuoteCandidate) -> bool:
 def row_label(unit: QuoteCandidate) -> str:
     """A row's first cell and the group it stands under ("Financing activities:"; a caption such as
     "(In millions)" is not a group, and would name every row of its table)."""
-    first_cell = unit.text.strip().strip("|").split("|")[0].strip()
+    first_cell = table_cells(unit.text.strip().split("\n")[0])[0]
     groups = [line.strip() for line in unit.table_header.split("\n") if line.strip().endswith(":")]
     return " ".join([*groups, first_cell])
 
@@ -51,34 +51,35 @@ def figures_from_other_rows(sentence: str, question: str, units: Sequence[QuoteC
     passages it cites), none of which it names, while it names another row of ``units``: as
     ``"<figure as written> (<row that states it>)"``. Empty when nothing is misplaced."""
     text = blank_markers(sentence)
-    words = {term for term in analyze(text) if not term[0].isdigit()}
+    words = content_words(text)
     acronyms = {re.sub(r"[^A-Z]", "", a) for a in _ACRONYM.findall(text)}
-    rows = [u for u in units if is_table_row(u)]
-    named = {row_label(u) for u in rows if _names(row_label(u), words, acronyms)}
+    labels = {u: row_label(u) for u in units if is_table_row(u)}
+    named = {label for label in labels.values() if _names(label, words, acronyms)}
     if not named:
         return []
+    stated_by = [(u, figures(u.text)) for u in units]
     misplaced = []
     for figure in sorted(figures(text) - figures(question)):
-        stating = [u for u in units if stated_figures({figure}, figures(u.text))]
-        if not stating or not all(is_table_row(u) for u in stating):
+        stating = [u for u, stated in stated_by if stated_figures({figure}, stated)]
+        if not stating or not all(u in labels for u in stating):
             continue
-        labels = {row_label(u) for u in stating}
-        if labels & named or any(_only_a_total(label) for label in labels):
+        stating_labels = {labels[u] for u in stating}
+        if stating_labels & named or any(_only_a_total(label) for label in stating_labels):
             continue
         written = written_forms(text, {figure}) or [figure]
-        misplaced.append(f"{written[0]} ({sorted(labels)[0]})")
+        misplaced.append(f"{written[0]} ({sorted(stating_labels)[0]})")
     return misplaced
 
 
 def _only_a_total(label: str) -> bool:
     """Whether ``label`` says no more than "Total": such a row sums the rows the sentence may
     name ("goodwill went from $67,886 to $67,790", the "Total" of the segments' rows)."""
-    return {term for term in analyze(label) if not term[0].isdigit()} <= {"total"}
+    return content_words(label) <= {"total"}
 
 
 def _names(label: str, words: set[str], acronyms: set[str]) -> bool:
     """Whether a sentence of ``words`` and ``acronyms`` names the row ``label``: a word of it, or
     its initials ("R&D" for "Research and development")."""
-    terms = {term for term in analyze(label) if not term[0].isdigit()}
+    terms = content_words(label)
     initials = "".join(w[0] for w in re.findall(r"[A-Za-z]+", label) if w.lower() not in _NOT_INITIALS)
     return bool(terms & words) or (len(initials) >= 2 and initials.upper() in acronyms)

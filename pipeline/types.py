@@ -81,10 +81,10 @@ def _model_body(text: str) -> str:
 
 def _model_row_line(line: str) -> str:
     """A Markdown table line as :func:`model_text` writes it: cells two spaces apart."""
-    return "  ".join(_cells(line))
+    return "  ".join(table_cells(line))
 
 
-def _cells(line: str) -> list[str]:
+def table_cells(line: str) -> list[str]:
     """A Markdown table line's cells, stripped (empty ones kept, so positions line up)."""
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
@@ -134,7 +134,7 @@ def unit_spans(chunk: Chunk, units: Sequence[EvidenceUnit]) -> list[tuple[Span, 
 def _word_cells(raw_line: str, at: int) -> list[Span]:
     """The ranges of a table line's non-figure cells, the line written by _model_row_line at ``at``."""
     spans = []
-    for cell in _cells(raw_line):
+    for cell in table_cells(raw_line):
         if cell and not _FIGURE_CELL.match(cell):
             spans.append((at, at + len(cell)))
         at += len(cell) + 2
@@ -179,13 +179,13 @@ _FIGURE_CELL = re.compile(r"^[\s$(]*[-+]?\$?\s*\d[\d,.]*\s*[%)]*\s*\$?$|^[\sâ€”â
 
 
 def _words_of_row(row: str) -> str:
-    cells = [cell for line in row.split("\n") for cell in _cells(line)]
+    cells = [cell for line in row.split("\n") for cell in table_cells(line)]
     return " ".join(c for c in cells if not _FIGURE_CELL.match(c))
 
 
 def _plain(text: str) -> str:
     """Markdown table syntax removed (pipes cost tokens and carry no meaning for a model)."""
-    return " ".join(cell for cell in _cells(text) if cell)
+    return " ".join(cell for cell in table_cells(text) if cell)
 
 
 def place_label(title: str, heading_path: Sequence[str], pages: tuple[int, int]) -> str:

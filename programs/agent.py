@@ -523,7 +523,7 @@ class _Run:
             if not answer:
                 raise
             # The model wrote past its token limit: its whole sentences are still an answer to check.
-            self.calls_made += 1
+            self.calls_made += 1  # made, though `call` did not count it: its reply did not parse
             self.generated = Conversation.of_call(self.agent.generate, inputs, exc.reply)
             await self.step(Step.GENERATE, answer=answer, sources=[], passages=len(passages), cut_off=True)
             return answer
