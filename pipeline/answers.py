@@ -70,9 +70,9 @@ class Quote:
     def readable(self) -> str:
         """The quote for people: a table row's figures each beside its column label, else the text.
 
-        ``Total net sales — Three Months Ended July 1, 2023: 81,797; … June 25, 2022: 82,959``:
-        the cells are the document's own, only arranged; a row whose cells do not line up with
-        the labels is shown as it stands.
+        ``Total net sales — Three Months Ended July 1, 2023: 81,797; … June 25, 2022: 82,959``,
+        after the group it stands under ("Net sales: Products — …"): the cells are the document's
+        own, only arranged; a row whose cells do not line up with the labels is shown as it stands.
         """
         if not self.text.lstrip().startswith("|"):
             return self.text
@@ -84,12 +84,20 @@ class Quote:
         if not labels or len(labels) != len(values):
             return " | ".join(row)
         pairs = "; ".join(f"{label}: {value}" if label else value for label, value in zip(labels, values))
-        return f"{row[0]} — {pairs}"
+        return f"{self.group()}{row[0]} — {pairs}"
+
+    def group(self) -> str:
+        """A row's group label with a space ("Operating income: "), or "": without it an "AWS"
+        row of operating income reads as the "AWS" row of net sales."""
+        groups = [ln.strip() for ln in self.context.split("\n") if ln.strip().endswith(":")]
+        return f"{groups[-1]} " if groups else ""
 
     def caption(self) -> str:
-        """What a row's figures are in, and its group ("(In millions) · Net sales:")."""
+        """What a row's figures are in ("(In millions)"); its group leads :meth:`readable`."""
         return " · ".join(
-            ln.strip() for ln in self.context.split("\n") if ln.strip() and not ln.lstrip().startswith("|")
+            line
+            for ln in self.context.split("\n")
+            if (line := ln.strip()) and not line.startswith("|") and not line.endswith(":")
         )
 
 

@@ -20,8 +20,9 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
 3. the answer then quotes the evidence units that carry it, in the document's words, under
    their citation numbers (a table row as its cells beside their column labels), chosen by
    :func:`pipeline.quotes.choose_quotes` from the passages the model cited, beside the
-   strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`). Nothing
-   quoted is ever retyped by the model.
+   strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`), and, for a
+   question that names no period, the same table rows in the context's other documents
+   (:mod:`pipeline.same_rows`). Nothing quoted is ever retyped by the model.
 
 A reply that opens by saying the documents do not answer is kept as such, with the nearest
 evidence quoted, so that the user sees why (said later, it qualifies an answer and is kept).
@@ -41,6 +42,7 @@ from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, writ
 from pipeline.ordering import split_sentences
 from pipeline.quotes import QuoteCandidate, choose_quotes, quote_candidates, with_strongest_unit
 from pipeline.row_labels import figures_from_other_rows
+from pipeline.same_rows import same_rows_elsewhere
 from pipeline.text import analyze
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
@@ -138,6 +140,7 @@ def compose_answer(
         ),
         passages,
     )
+    quotes = same_rows_elsewhere(question, quotes, units)
     lines = _quote_lines(quotes)
     if kept:
         return ComposedAnswer("\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped)
@@ -152,6 +155,7 @@ def quoted_evidence(
     quotes = choose_quotes(
         question, passages, range(1, len(passages) + 1), limit, strongest_slots=0, fill=False
     )
+    quotes = same_rows_elsewhere(question, quotes, quote_candidates(passages))
     return ComposedAnswer("\n".join([lead, *_quote_lines(quotes)]), "quotes", "", quotes)
 
 

@@ -1,0 +1,85 @@
+"""A question over time is answered with the same table row from every period's document."""
+
+from __future__ import annotations
+
+from pipeline.context import ContextPiece, Passage
+from pipeline.extractive import compose_answer, quoted_evidence
+from pipeline.quotes import quote_candidates
+from pipeline.same_rows import same_rows_elsewhere
+from pipeline.types import Chunk, EvidenceUnit
+
+HEADER = "| | Three Months Ended {end} | Three Months Ended {before} |"
+
+
+def segment_table(
+    doc: str, end: str, before: str, sales: tuple[str, str], income: tuple[str, str]
+) -> Passage:
+    """One quarter's segment table: an "AWS" row under "Net sales:" and another under "Operating income:"."""
+    rows = [
+        ("Net sales:", f"| AWS | {sales[0]} | {sales[1]} |"),
+        ("Operating income:", f"| AWS | {income[0]} | {income[1]} |"),
+    ]
+    chunk = Chunk(
+        f"{doc}-0000", doc, "docs", f"/docs/{doc}.pdf", doc, ("Segment Information",), (9, 9), "", "h"
+    )
+    units = [
+        EvidenceUnit(
+            f"{doc}-0000/{i:03}",
+            chunk.chunk_id,
+            doc,
+            "row",
+            row,
+            9,
+            HEADER.format(end=end, before=before),
+            group,
+        )
+        for i, (group, row) in enumerate(rows)
+    ]
+    return Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))
+
+
+QUARTERS = [
+    segment_table(
+        "2023 Q3 AMZN", "September 30, 2023", "September 30, 2022", ("23,059", "20,538"), ("6,976", "5,403")
+    ),
+    segment_table("2023 Q2 AMZN", "June 30, 2023", "June 30, 2022", ("22,140", "19,739"), ("5,365", "5,715")),
+    segment_table(
+        "2023 Q1 AMZN", "March 31, 2023", "March 31, 2022", ("21,354", "18,441"), ("5,123", "6,518")
+    ),
+]
+
+
+def test_a_question_over_time_quotes_the_same_row_of_each_periods_document():
+    answer = compose_answer(
+        "How has AWS revenue changed over the quarters?",
+        "AWS net sales rose to $23,059 million [1].",
+        QUARTERS,
+    )
+    assert answer.kind == "answer"
+    for figure in ("23,059", "22,140", "21,354"):
+        assert "Net sales: AWS — Three Months Ended" in answer.text and figure in answer.text, figure
+    assert {q.n for q in answer.quotes} == {1, 2, 3}
+    unverified = quoted_evidence(
+        "What trends does AWS net sales show?", QUARTERS, "I could not verify an answer."
+    )
+    assert {q.n for q in unverified.quotes} == {1, 2, 3}
+
+
+def test_a_row_brings_the_rows_of_its_own_group_from_the_other_documents():
+    units = quote_candidates(QUARTERS)
+    sales_q3 = units[0]
+    added = same_rows_elsewhere("How has AWS revenue changed?", [sales_q3], units)
+    assert [u.text for u in added] == [
+        "| AWS | 23,059 | 20,538 |",
+        "| AWS | 22,140 | 19,739 |",
+        "| AWS | 21,354 | 18,441 |",
+    ]
+    assert same_rows_elsewhere("How has AWS revenue changed?", [sales_q3], units, limit=1)[1:] == [units[2]]
+
+
+def test_a_question_that_names_its_period_gets_that_periods_rows_only():
+    answer = compose_answer(
+        "What were AWS net sales in Q3 2023?", "AWS net sales were $23,059 million [1].", QUARTERS
+    )
+    assert {q.n for q in answer.quotes} == {1}
+    assert "22,140" not in answer.text and "21,354" not in answer.text
