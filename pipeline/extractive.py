@@ -8,11 +8,14 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    (:func:`pipeline.figures.unstated_figures`),
    no rise where the cited unit writes the number as a decrease ("a 3% increase" of a
    "Change: (3)%"), no figure of one table row written beside another row's label
-   (:mod:`pipeline.row_labels`), every name it writes (a capitalised word past the sentence's first, an
+   (:mod:`pipeline.row_labels`), and none from an earlier year's column than the one the
+   sentence names (the right column's cell is put in its place: :mod:`pipeline.columns`),
+   every name it writes (a capitalised word past the sentence's first, an
    acronym's expansion)
    found in the evidence or the question (a small model often cites the neighbouring passage;
    a wrong citation is not an invented name), and no "yes" where the evidence that answers
-   the question says "not" / "no" / "precludes";
+   the question says "not" / "no" / "precludes"; a sentence that leans on a dropped one
+   ("This increase was offset ...") goes with it;
 2. what is kept must say something the question did not: a figure, or a word of the evidence
    the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped, and so
    are a question (the user's echoed, or one asked back) and a sentence that gives a
@@ -37,6 +40,7 @@ from typing import Literal
 
 from pipeline.answers import Quote
 from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, cited_numbers
+from pipeline.columns import ColumnFix, figures_from_earlier_columns, with_columns_fixed
 from pipeline.context import Passage
 from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
 from pipeline.ordering import split_sentences
@@ -66,6 +70,11 @@ _REFUSAL = re.compile(
     r"|\bno\s+(?:information|mention|details?)\b",
     re.IGNORECASE,
 )
+# "This increase was offset ...", "These investments ...": a sentence that leans on the one
+# before it, and goes when that one is dropped for a wrong claim (after an echoed question,
+# "It is warmed up every six months" is the answer).
+_LEANS_ON_THE_ONE_BEFORE = re.compile(r"\W*(?:this|these|that|those|it|they|such)\b", re.IGNORECASE)
+_NOT_A_CLAIM = ("says_nothing", "label")
 _QUOTED = re.compile(r"“[^”]*”")
 _POLAR = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
@@ -85,7 +94,9 @@ class DroppedSentence:
     """A sentence of the model's reply that code did not let through, and why."""
 
     sentence: str
-    reason: Literal["figure", "direction", "row", "name", "negation", "label", "says_nothing"]
+    reason: Literal[
+        "figure", "direction", "row", "column", "name", "negation", "label", "says_nothing", "dangling"
+    ]
     detail: tuple[str, ...] = ()
 
 
@@ -98,6 +109,7 @@ class ComposedAnswer:
     kept: str  # the model's sentences that passed
     quotes: list[QuoteCandidate]
     dropped: list[DroppedSentence] = field(default_factory=list)
+    corrected: list[str] = field(default_factory=list)  # figures code moved to the right column
 
 
 def compose_answer(
@@ -122,10 +134,16 @@ def compose_answer(
     units = quote_candidates(passages)
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
+    corrected: list[str] = []
+    after_a_drop = False
     for sentence in sentences:
-        problem = _problem(sentence, question, evidence, cited, passages, units, check_figures)
+        problem, placed, fixes = _judged(
+            sentence, question, evidence, cited, passages, units, check_figures, after_a_drop
+        )
+        after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
         if problem is None:
-            kept.append(sentence)
+            kept.append(placed)
+            corrected += [fix.describe() for fix in fixes]
         else:
             dropped.append(problem)
     kept_text = " ".join(kept)
@@ -143,8 +161,10 @@ def compose_answer(
     quotes = same_rows_elsewhere(question, quotes, units)
     lines = _quote_lines(quotes)
     if kept:
-        return ComposedAnswer("\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped)
-    return ComposedAnswer("\n".join([DOCUMENTS_SAY, *lines]), "quotes", "", quotes, dropped)
+        return ComposedAnswer(
+            "\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped, corrected
+        )
+    return ComposedAnswer("\n".join([DOCUMENTS_SAY, *lines]), "quotes", "", quotes, dropped, corrected)
 
 
 def quoted_evidence(
@@ -220,6 +240,28 @@ def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
     return not (said - asked) & found
 
 
+def _judged(
+    sentence: str,
+    question: str,
+    evidence: dict[int, str],
+    cited: Collection[int],
+    passages: Sequence[Passage],
+    units: Sequence[QuoteCandidate],
+    check_figures: bool,
+    after_a_drop: bool,
+) -> tuple[DroppedSentence | None, str, list[ColumnFix]]:
+    """Why ``sentence`` cannot stand (None when it can), the sentence as it stands once its
+    figures are moved to the right column (:mod:`pipeline.columns`), and those moves."""
+    if after_a_drop and _LEANS_ON_THE_ONE_BEFORE.match(sentence):
+        return DroppedSentence(sentence, "dangling"), sentence, []
+    own_units = [u for u in units if u.n in _cited_by(sentence, cited, passages)]
+    fixes = figures_from_earlier_columns(sentence, question, own_units) if check_figures else []
+    if any(not fix.cell for fix in fixes):
+        return DroppedSentence(sentence, "column", tuple(fix.describe() for fix in fixes)), sentence, fixes
+    placed = with_columns_fixed(sentence, fixes)
+    return _problem(placed, question, evidence, cited, passages, units, check_figures), placed, fixes
+
+
 def _problem(
     sentence: str,
     question: str,
@@ -232,7 +274,7 @@ def _problem(
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
     if blank_markers(sentence).rstrip().endswith("?"):  # the question echoed, or one asked back
         return DroppedSentence(sentence, "says_nothing")
-    own = cited_numbers(sentence, len(passages)) or set(cited) or set(evidence)
+    own = _cited_by(sentence, cited, passages)
     stated = "\n".join(evidence[n] for n in sorted(own))
     # A figure the question states is the user's, not the model's invention ("within 60 days").
     unstated = unstated_figures(sentence, f"{stated}\n{question}") if check_figures else set()
@@ -258,6 +300,11 @@ def _problem(
     if _YES.search(sentence) and _answering_unit_negates(question, passages, own):
         return DroppedSentence(sentence, "negation")
     return None
+
+
+def _cited_by(sentence: str, cited: Collection[int], passages: Sequence[Passage]) -> set[int]:
+    """The passages ``sentence`` rests on: those it cites, else those the reply cites, else all."""
+    return cited_numbers(sentence, len(passages)) or set(cited) or set(range(1, len(passages) + 1))
 
 
 def _named_as_the_answer(title: str, sentence: str) -> bool:

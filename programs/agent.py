@@ -506,6 +506,7 @@ class _Run:
                 {"sentence": d.sentence, "reason": d.reason, "detail": list(d.detail)}
                 for d in composed.dropped
             ],
+            corrected=composed.corrected,
         )
         return composed
 

@@ -202,6 +202,59 @@ def test_a_row_named_by_another_word_or_a_total_row_is_not_judged():
     assert summed.kind == "answer" and not summed.dropped, "a Total row sums the rows the sentence names"
 
 
+BY_OFFERING = table(
+    "2023 Q3 AMZN",
+    "| | Three Months Ended September 30, 2022 | Three Months Ended September 30, 2023 |\nNet sales:",
+    "| Online stores (1) | $53,489 | $57,267 |",
+    "| Physical stores (2) | 4,694 | 4,959 |",
+    "| Purchases of property and equipment | (14,951) | (14,207) |",
+)
+
+
+def test_a_figure_from_the_prior_years_column_is_replaced_by_the_named_years_cell():
+    """An agent answer of the SEC dev run: asked about Q3 2023, the model read the 2022 column,
+    and wrote its thousands separator as a decimal point ("$53.489 million")."""
+    question = "In Q3 2023, what was the revenue breakdown across Amazon's offerings?"
+    composed = compose_answer(
+        question,
+        "In Q3 2023, online stores generated $53.489 million, and physical stores $4,694 million [1].",
+        BY_OFFERING,
+    )
+    assert composed.kind == "answer" and not composed.dropped
+    assert (
+        composed.kept
+        == "In Q3 2023, online stores generated $57,267 million, and physical stores $4,959 million [1]."
+    )
+    assert composed.corrected == [
+        "$4,694 → 4,959 (Physical stores (2): Three Months Ended September 30, 2022 → "
+        "Three Months Ended September 30, 2023)",
+        "$53.489 → 57,267 (Online stores (1): Three Months Ended September 30, 2022 → "
+        "Three Months Ended September 30, 2023)",
+    ]
+    billions = compose_answer(question, "Online stores generated $53.489 billion in 2023 [1].", BY_OFFERING)
+    assert billions.kept == "Online stores generated $57.267 billion in 2023 [1]."
+
+
+def test_a_figure_from_a_wrong_row_and_column_is_dropped_and_a_named_prior_year_kept():
+    question = "In the first quarter of 2023, what was Amazon's R&D expenditure?"
+    wrong_row = compose_answer(
+        question,
+        "Amazon's R&D expenditure in 2023 was $14,951 million [1]. These investments grew [1].",
+        BY_OFFERING,
+    )
+    assert [d.reason for d in wrong_row.dropped] == ["column", "dangling"]
+    assert wrong_row.dropped[0].detail == (
+        "$14,951 (Purchases of property and equipment: Three Months Ended September 30, 2022)",
+    )
+    echoed = compose_answer(question, "What was R&D? It was $14,207 million in 2023 [1].", BY_OFFERING)
+    assert echoed.kept == "It was $14,207 million in 2023 [1].", (
+        "after an echoed question, 'It' is the answer"
+    )
+    prior_year = "In Q3 2022, online stores generated $53,489 million [1]."
+    named = compose_answer("How did online store sales change in Q3 2023?", prior_year, BY_OFFERING)
+    assert named.kept == prior_year and not named.corrected
+
+
 def test_citations_written_after_the_full_stop_stay_with_their_sentence():
     assert answer_sentences("It rose 5%. [2] It fell later [3].") == ["It rose 5%. [2]", "It fell later [3]."]
 
