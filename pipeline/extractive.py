@@ -33,6 +33,7 @@ evidence quoted, so that the user sees why (said later, it qualifies an answer a
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ _REFUSAL = re.compile(
 # "It is warmed up every six months" is the answer).
 _LEANS_ON_THE_ONE_BEFORE = re.compile(r"\W*(?:this|these|that|those|it|they|such)\b", re.IGNORECASE)
 _NOT_A_CLAIM = ("says_nothing", "label")
+_MONTHS = frozenset(name.lower() for name in calendar.month_name if name)
 _QUOTED = re.compile(r"“[^”]*”")
 _POLAR = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
@@ -328,8 +330,11 @@ def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
 
 def _known_name(word: str, known: str) -> bool:
     """Whether ``known`` (lower case) has ``word``, also without a possessive or plural "s"; a
-    hyphenated name part by part ("Goal-Engagement-Accountability-Results" for "Goals-...")."""
+    hyphenated name part by part ("Goal-Engagement-Accountability-Results" for "Goals-..."); a
+    month by its abbreviation too ("September" of a table's "Sep 30, 2023")."""
     bare = _POSSESSIVE.sub("", word.lower().strip("."))
+    if bare in _MONTHS and re.search(rf"\b{bare[:3]}\b", known):
+        return True
     parts = [part for part in bare.split("-") if part]
     return all(any(form in known for form in {part, part.removesuffix("s")} if form) for part in parts)
 

@@ -235,6 +235,37 @@ def test_a_figure_from_the_prior_years_column_is_replaced_by_the_named_years_cel
     assert billions.kept == "Online stores generated $57.267 billion in 2023 [1]."
 
 
+def test_the_right_cell_is_the_named_years_column_of_the_same_kind():
+    """Columns differ in their dates, not only the year (Apple's fiscal quarters end on different
+    days); a three-month figure is replaced by the three-month cell, a nine-month by the nine-month."""
+    iphone = table(
+        "2023 Q3 AAPL",
+        "| | Three Months Ended July 1, 2023 | Three Months Ended June 25, 2022 | "
+        "Nine Months Ended July 1, 2023 | Nine Months Ended June 25, 2022 |",
+        "| iPhone | $39,669 | $40,665 | $156,778 | $162,863 |",
+    )
+    question = "How did iPhone sales do in 2023?"
+    quarter = compose_answer(question, "In Q3 2023, iPhone net sales were $40,665 million [1].", iphone)
+    assert quarter.kept == "In Q3 2023, iPhone net sales were $39,669 million [1]."
+    nine_months = compose_answer(
+        question, "Over nine months of 2023 iPhone made $162,863 million [1].", iphone
+    )
+    assert nine_months.kept == "Over nine months of 2023 iPhone made $156,778 million [1]."
+
+
+def test_a_month_written_out_is_the_tables_abbreviated_one_and_a_month_it_lacks_is_not():
+    sales = table("2023 Q3 INTC", "| | Sep 30, 2023 | Oct 1, 2022 |", "| Net revenue | 14,158 | 15,338 |")
+    question = "What was Intel's net revenue in Q3 2023?"
+    written_out = compose_answer(
+        question, "Net revenue was $14,158 million for the quarter to September 30, 2023 [1].", sales
+    )
+    assert written_out.kind == "answer" and not written_out.dropped
+    other_month = compose_answer(
+        question, "Net revenue was $14,158 million for the quarter to December 30, 2023 [1].", sales
+    )
+    assert [d.reason for d in other_month.dropped] == ["name"]
+
+
 def test_a_figure_from_a_wrong_row_and_column_is_dropped_and_a_named_prior_year_kept():
     question = "In the first quarter of 2023, what was Amazon's R&D expenditure?"
     wrong_row = compose_answer(
