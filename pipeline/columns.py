@@ -13,7 +13,9 @@ the same kind ("Three Months Ended") and the named year, copied from the documen
 the model took a wrong row as well ("R&D expenditure was $14,951 million", a "Purchases of
 property and equipment" cell), or the row has no single such column, and the sentence is
 dropped. A figure that a prose unit among the cited ones states, or that a row states under a
-column of a year the sentence names, is left alone.
+column of a year the sentence names, is left alone, and so is a sentence that compares ("rose
+to $57,267 million from $53,489 million", "compared with the prior year"): there the older
+figure is meant.
 
 Replayed on the kept sentences of a full SEC dev run (65 questions, embedded model): one
 answer's six figures were all the prior year's and were replaced (its answer-text figures 0
@@ -39,6 +41,11 @@ _YEAR = re.compile(r"(?<![\d,.$])\b(?:19|20)\d\d\b(?![\d,.]\d)")
 _DAY_OF_MONTH = re.compile(r"\b[A-Z][a-z]+\.?\s+\d{1,2},?\s*")
 _THREE_DECIMALS = re.compile(r"\d+\.\d{3}")
 _CLAUSE_BREAK = re.compile(r"[,;:()]|\.\s|\b(?:and|while|whereas|but|compared)\b")
+_COMPARISON = re.compile(
+    r"\b(?:compared|versus|vs\.?|prior|previous|preceding|last\s+year|year\s+(?:earlier|ago|before))\b"
+    r"|\bfrom\s+\(?\$?\d",
+    re.IGNORECASE,
+)
 _BILLION = re.compile(r"\s*(?:billion|bn)\b", re.IGNORECASE)
 
 
@@ -73,19 +80,23 @@ def figures_from_earlier_columns(
     module docstring. Empty when every figure stands where the sentence says."""
     text = blank_markers(sentence)
     named = set(_YEAR.findall(text)) or set(_YEAR.findall(question))
-    if not named:
-        return []
+    if not named or _COMPARISON.search(text):
+        return []  # "rose to $57,267 million from $53,489 million a year earlier": both are right
     fixes = []
-    for figure in sorted(figures(text) - figures(question)):
+    stated = figures(text)
+    for figure in sorted(stated - figures(question)):
         rows = [u for u in units if stated_figures({figure}, figures(u.text))]
         if not rows or not all(is_table_row(u) for u in rows):
             continue  # prose states it, or nothing does (the figure check's business)
         found = _under_an_earlier_year(figure, rows, named)
-        if found is not None:
-            unit, label, latest = found
-            fix = _fix(sentence, figure, unit, label, latest)
-            named_row = _clause_names_the_row(text, figure, unit)
-            fixes.append(fix if named_row else replace(fix, cell="", right_column=""))
+        if found is None:
+            continue
+        unit, label, latest = found
+        fix = _fix(sentence, figure, unit, label, latest)
+        if fix.cell and stated_figures(figures(fix.cell), stated):
+            continue  # the named year's cell is written too: the earlier one is its comparison
+        named_row = _clause_names_the_row(text, figure, unit)
+        fixes.append(fix if named_row else replace(fix, cell="", right_column=""))
     return fixes
 
 

@@ -233,6 +233,12 @@ def test_a_figure_from_the_prior_years_column_is_replaced_by_the_named_years_cel
     ]
     billions = compose_answer(question, "Online stores generated $53.489 billion in 2023 [1].", BY_OFFERING)
     assert billions.kept == "Online stores generated $57.267 billion in 2023 [1]."
+    for comparison in (
+        "Online stores generated $57,267 million in 2023, up from $53,489 million [1].",
+        "Online stores generated $57,267 million in 2023 and $53,489 million in the same quarter [1].",
+    ):
+        kept = compose_answer(question, comparison, BY_OFFERING)
+        assert kept.kept == comparison and not kept.corrected, "the earlier figure is the comparison"
 
 
 def test_the_right_cell_is_the_named_years_column_of_the_same_kind():
