@@ -114,6 +114,23 @@ class ComposedAnswer:
     corrected: list[str] = field(default_factory=list)  # figures code moved to the right column
 
 
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What each sentence of a reply is checked against: the question, the numbered passages (as
+    the model read them, and as quotable units), the passages the reply cites."""
+
+    question: str
+    passages: Sequence[Passage]
+    evidence: dict[int, str]
+    units: Sequence[QuoteCandidate]
+    cited: Collection[int]
+    check_figures: bool
+
+    def units_cited_by(self, sentence: str) -> list[QuoteCandidate]:
+        own = _cited_by(sentence, self.cited, self.passages)
+        return [u for u in self.units if u.n in own]
+
+
 def compose_answer(
     question: str,
     reply: str,
@@ -134,14 +151,13 @@ def compose_answer(
         return ComposedAnswer(text, "not_in_documents", "", nearest)
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
     units = quote_candidates(passages)
+    reading = _Reading(question, passages, evidence, units, cited, check_figures)
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
     corrected: list[str] = []
     after_a_drop = False
     for sentence in sentences:
-        problem, placed, fixes = _judged(
-            sentence, question, evidence, cited, passages, units, check_figures, after_a_drop
-        )
+        problem, placed, fixes = _judged(sentence, reading, after_a_drop)
         after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
         if problem is None:
             kept.append(placed)
@@ -243,40 +259,33 @@ def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
 
 
 def _judged(
-    sentence: str,
-    question: str,
-    evidence: dict[int, str],
-    cited: Collection[int],
-    passages: Sequence[Passage],
-    units: Sequence[QuoteCandidate],
-    check_figures: bool,
-    after_a_drop: bool,
+    sentence: str, reading: _Reading, after_a_drop: bool
 ) -> tuple[DroppedSentence | None, str, list[ColumnFix]]:
     """Why ``sentence`` cannot stand (None when it can), the sentence as it stands once its
     figures are moved to the right column (:mod:`pipeline.columns`), and those moves."""
     if after_a_drop and _LEANS_ON_THE_ONE_BEFORE.match(sentence):
         return DroppedSentence(sentence, "dangling"), sentence, []
-    own_units = [u for u in units if u.n in _cited_by(sentence, cited, passages)]
-    fixes = figures_from_earlier_columns(sentence, question, own_units) if check_figures else []
+    own_units = reading.units_cited_by(sentence)
+    fixes = (
+        figures_from_earlier_columns(sentence, reading.question, own_units) if reading.check_figures else []
+    )
     if any(not fix.cell for fix in fixes):
         return DroppedSentence(sentence, "column", tuple(fix.describe() for fix in fixes)), sentence, fixes
     placed = with_columns_fixed(sentence, fixes)
-    return _problem(placed, question, evidence, cited, passages, units, check_figures), placed, fixes
+    return _problem(placed, reading), placed, fixes
 
 
-def _problem(
-    sentence: str,
-    question: str,
-    evidence: dict[int, str],
-    cited: Collection[int],
-    passages: Sequence[Passage],
-    units: Sequence[QuoteCandidate],
-    check_figures: bool,
-) -> DroppedSentence | None:
+def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
     if blank_markers(sentence).rstrip().endswith("?"):  # the question echoed, or one asked back
         return DroppedSentence(sentence, "says_nothing")
-    own = _cited_by(sentence, cited, passages)
+    question, evidence, passages, check_figures = (
+        reading.question,
+        reading.evidence,
+        reading.passages,
+        reading.check_figures,
+    )
+    own = _cited_by(sentence, reading.cited, passages)
     stated = "\n".join(evidence[n] for n in sorted(own))
     # A figure the question states is the user's, not the model's invention ("within 60 days").
     unstated = unstated_figures(sentence, f"{stated}\n{question}") if check_figures else set()
@@ -286,7 +295,7 @@ def _problem(
     if turned:
         return DroppedSentence(sentence, "direction", tuple(turned))
     misplaced = (
-        figures_from_other_rows(sentence, question, [u for u in units if u.n in own]) if check_figures else []
+        figures_from_other_rows(sentence, question, reading.units_cited_by(sentence)) if check_figures else []
     )
     if misplaced:
         return DroppedSentence(sentence, "row", tuple(misplaced))
