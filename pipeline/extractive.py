@@ -23,7 +23,8 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
 3. the answer then quotes the evidence units that carry it, in the document's words, under
    their citation numbers (a table row as its cells beside their column labels), chosen by
    :func:`pipeline.quotes.choose_quotes` from the passages the model cited, beside the
-   strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`), and, for a
+   strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`) and the unit
+   that best matches the question (:func:`pipeline.quotes.with_best_match`), and, for a
    question that names no period, the same table rows in the context's other documents
    (:mod:`pipeline.same_rows`). Nothing quoted is ever retyped by the model.
 
@@ -45,7 +46,13 @@ from pipeline.columns import ColumnFix, figures_from_earlier_columns, with_colum
 from pipeline.context import Passage
 from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
 from pipeline.ordering import split_sentences
-from pipeline.quotes import QuoteCandidate, choose_quotes, quote_candidates, with_strongest_unit
+from pipeline.quotes import (
+    QuoteCandidate,
+    choose_quotes,
+    quote_candidates,
+    with_best_match,
+    with_strongest_unit,
+)
 from pipeline.row_labels import figures_from_other_rows
 from pipeline.same_rows import same_rows_elsewhere
 from pipeline.text import analyze
@@ -176,7 +183,7 @@ def compose_answer(
         ),
         passages,
     )
-    quotes = same_rows_elsewhere(question, quotes, units)
+    quotes = same_rows_elsewhere(question, with_best_match(question, quotes, passages), units)
     lines = _quote_lines(quotes)
     if kept:
         return ComposedAnswer(

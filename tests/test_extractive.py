@@ -292,6 +292,23 @@ def test_a_figure_from_a_wrong_row_and_column_is_dropped_and_a_named_prior_year_
     assert named.kept == prior_year and not named.corrected
 
 
+def test_the_unit_that_best_matches_the_question_is_quoted_though_the_reply_cites_another():
+    """The answering unit may stand in a passage the small model did not cite (manual-qa dev)."""
+    evidence = passages(
+        "The airplane sustained substantial damage to both wings. The fuselage was intact.",
+        "The weather was clear with light winds from the south.",
+        "The pilot, age 85, held a private pilot certificate with 1,660 total flight hours.",
+    )
+    answer = compose_answer(
+        "How many flight hours did the pilot have?", "The airplane was substantially damaged [1].", evidence
+    )
+    assert answer.kind == "answer"
+    assert (
+        "“The pilot, age 85, held a private pilot certificate with 1,660 total flight hours.” [3]"
+        in answer.text
+    )
+
+
 def test_citations_written_after_the_full_stop_stay_with_their_sentence():
     assert answer_sentences("It rose 5%. [2] It fell later [3].") == ["It rose 5%. [2]", "It fell later [3]."]
 
