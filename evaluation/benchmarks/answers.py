@@ -119,7 +119,9 @@ async def _ask_agent(service: Any, question: Question) -> dict[str, Any]:
     row["first_evidence_s"] = round(first_evidence[0], 3) if first_evidence else None
     row["unstated_figures"] = sorted(_unstated_in_answer(result.agent))
     row["steps"] = [e["step"] for e in result.agent.trace]
-    row["dropped"] = [d for e in result.agent.trace if e["step"] == "compose" for d in e["dropped"]]
+    compose_steps = [e for e in result.agent.trace if e["step"] == "compose"]
+    row["dropped"] = [d for e in compose_steps for d in e["dropped"]]
+    row["corrected"] = [c for e in compose_steps for c in e["corrected"]]
     del row["context"]
     return row
 
