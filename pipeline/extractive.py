@@ -78,10 +78,13 @@ _REFUSAL = re.compile(
     r"|\bno\s+(?:information|mention|details?)\b",
     re.IGNORECASE,
 )
-# "This increase was offset ...", "These investments ...": a sentence that leans on the one
-# before it, and goes when that one is dropped for a wrong claim (after an echoed question,
-# "It is warmed up every six months" is the answer).
-_LEANS_ON_THE_ONE_BEFORE = re.compile(r"\W*(?:this|these|that|those|it|they|such)\b", re.IGNORECASE)
+# "This increase was offset ...", "The strategic focuses of these investments ...": a sentence
+# that opens with a pronoun, or points back within its first words, leans on the one before
+# it, and goes when that one is dropped for a wrong claim (after an echoed question, "It is
+# warmed up every six months" is the answer).
+_LEANS_ON_THE_ONE_BEFORE = re.compile(
+    r"\W*(?:it|they)\b|\W*(?:\S+\s+){0,4}(?:this|these|those|such)\b", re.IGNORECASE
+)
 _NOT_A_CLAIM = ("says_nothing", "label")
 _MONTHS = frozenset(name.lower() for name in calendar.month_name if name)
 _QUOTED = re.compile(r"“[^”]*”")

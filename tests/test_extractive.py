@@ -276,10 +276,12 @@ def test_a_figure_from_a_wrong_row_and_column_is_dropped_and_a_named_prior_year_
     question = "In the first quarter of 2023, what was Amazon's R&D expenditure?"
     wrong_row = compose_answer(
         question,
-        "Amazon's R&D expenditure in 2023 was $14,951 million [1]. These investments grew [1].",
+        "Amazon's R&D expenditure in 2023 was $14,951 million [1]. These investments grew [1]. "
+        "The focus of these investments was equipment [1]. Online stores are a segment [1].",
         BY_OFFERING,
     )
-    assert [d.reason for d in wrong_row.dropped] == ["column", "dangling"]
+    assert [d.reason for d in wrong_row.dropped] == ["column", "dangling", "dangling"]
+    assert wrong_row.kept == "Online stores are a segment [1]."
     assert wrong_row.dropped[0].detail == (
         "$14,951 (Purchases of property and equipment: Three Months Ended September 30, 2022)",
     )
