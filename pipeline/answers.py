@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.streaming import AnswerToken
-from pipeline.types import place_label
+from pipeline.types import header_groups, place_label
 
 Outcome = Literal["answered", "not_in_documents", "no_documents", "unverified", "llm_unavailable"]
 StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
@@ -89,16 +89,12 @@ class Quote:
     def group(self) -> str:
         """A row's group label with a space ("Operating income: "), or "": without it an "AWS"
         row of operating income reads as the "AWS" row of net sales."""
-        groups = [ln.strip() for ln in self.context.split("\n") if ln.strip().endswith(":")]
+        groups = header_groups(self.context)[1]
         return f"{groups[-1]} " if groups else ""
 
     def caption(self) -> str:
         """What a row's figures are in ("(In millions)"); its group leads :meth:`readable`."""
-        return " · ".join(
-            line
-            for ln in self.context.split("\n")
-            if (line := ln.strip()) and not line.startswith("|") and not line.endswith(":")
-        )
+        return " · ".join(header_groups(self.context)[0])
 
 
 @dataclass(slots=True)

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pipeline.citations import blank_markers
 from pipeline.figures import figures, stated_figures, written_forms
 from pipeline.quotes import QuoteCandidate, content_words
-from pipeline.types import table_cells
+from pipeline.types import header_groups, table_cells
 
 _ACRONYM = re.compile(r"\b[A-Z](?:[A-Z]|[&/][A-Z])+\b")
 _NOT_INITIALS = frozenset({"and", "of", "the", "for", "in", "on", "to", "&"})
@@ -40,10 +40,9 @@ def is_table_row(unit: QuoteCandidate) -> bool:
 
 def row_label(unit: QuoteCandidate) -> str:
     """A row's first cell and the group it stands under ("Financing activities:"; a caption such as
-    "(In millions)" is not a group, and would name every row of its table)."""
+    "(dollars in millions):" is not a group, and would name every row of its table)."""
     first_cell = table_cells(unit.text.strip().split("\n")[0])[0]
-    groups = [line.strip() for line in unit.table_header.split("\n") if line.strip().endswith(":")]
-    return " ".join([*groups, first_cell])
+    return " ".join([*header_groups(unit.table_header)[1], first_cell])
 
 
 def figures_from_other_rows(sentence: str, question: str, units: Sequence[QuoteCandidate]) -> list[str]:

@@ -89,6 +89,19 @@ def table_cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
+def header_groups(header: str) -> tuple[list[str], list[str]]:
+    """A quoted row's header lines (its table's caption and column labels, then its group) as
+    ``(caption lines, group lines)``: the group ("Net sales:") stands after the column labels,
+    the caption ("(dollars in millions):") before them. Without column labels, a line ending in
+    ":" is a group."""
+    lines = [line.strip() for line in header.split("\n") if line.strip()]
+    last_labels = max((i for i, line in enumerate(lines) if line.startswith("|")), default=None)
+    if last_labels is None:
+        return [ln for ln in lines if not ln.endswith(":")], [ln for ln in lines if ln.endswith(":")]
+    captions = [ln for ln in lines[:last_labels] if not ln.startswith("|")]
+    return captions, lines[last_labels + 1 :]
+
+
 Span = tuple[int, int]  # a character range, end excluded
 
 

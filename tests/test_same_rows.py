@@ -8,7 +8,11 @@ from pipeline.quotes import quote_candidates
 from pipeline.same_rows import same_rows_elsewhere
 from pipeline.types import Chunk, EvidenceUnit
 
-HEADER = "| | Three Months Ended {end} | Three Months Ended {before} |"
+# Each filing's caption names its own quarter, and ends in ":" as a row's group does.
+HEADER = (
+    "Segment results for the quarter ended {end} (in millions):\n"
+    "| | Three Months Ended {end} | Three Months Ended {before} |"
+)
 
 
 def segment_table(
@@ -59,6 +63,9 @@ def test_a_question_over_time_quotes_the_same_row_of_each_periods_document():
     for figure in ("23,059", "22,140", "21,354"):
         assert "Net sales: AWS — Three Months Ended" in answer.text and figure in answer.text, figure
     assert {q.n for q in answer.quotes} == {1, 2, 3}
+    assert "Net sales: AWS — Three Months Ended June 30, 2023: 22,140" in answer.text, (
+        "the caption is not the group"
+    )
     unverified = quoted_evidence(
         "What trends does AWS net sales show?", QUARTERS, "I could not verify an answer."
     )
