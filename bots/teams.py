@@ -310,8 +310,12 @@ class TeamsBot(TeamsActivityHandler):
             CardFactory.adaptive_card(answer_card(result, self.config.reactions))
         )
         reply.text = result.agent.answer  # shown in notifications and by clients without cards
+        if preview:  # remembered first: a reaction to the card can arrive the moment it replaces the preview
+            await self.service.remember_message(
+                PLATFORM, _message_ref(reference.conversation.id, preview[0]), result.answer_id
+            )
         sent = await self._deliver(reference, reply, preview)
-        if sent is not None and sent.id:
+        if sent is not None and sent.id and sent.id not in preview:
             await self.service.remember_message(
                 PLATFORM, _message_ref(reference.conversation.id, sent.id), result.answer_id
             )

@@ -105,6 +105,7 @@ async def test_a_mention_gets_typing_then_an_adaptive_card_with_sources(teams):
 async def test_reactions_on_the_answer_card_create_and_retract_feedback(teams):
     start, connector = teams
     client, service = await start()
+    connector.update_reply_delay_s = 1.0  # the card shows a second before the bot hears it was delivered
     await client.post("/api/messages", json=question(connector, "When are proposals due?"))
     await connector.wait_for(lambda c: cards(c))
     answer_id_in_teams = cards(connector)[0]["id"]

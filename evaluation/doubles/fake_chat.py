@@ -90,6 +90,9 @@ class FakeConnector:
         app.router.add_put("/v3/conversations/{conversation}/activities/{activity_id}", self._put)
         self.server = TestServer(app)
         self.updates: list[dict[str, Any]] = []  # each update as sent; the activity itself is replaced
+        # How long an update's reply takes after the message shows: on a slow link people see (and
+        # react to) a card before the bot hears that it was delivered.
+        self.update_reply_delay_s = 0.0
 
     @property
     def url(self) -> str:
@@ -138,4 +141,5 @@ class FakeConnector:
         activity["_replaces"] = previous.get("text")
         self.activities[at] = activity
         self.updates.append(activity)
+        await asyncio.sleep(self.update_reply_delay_s)
         return web.json_response({"id": activity_id})
