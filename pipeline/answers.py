@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.streaming import AnswerToken
-from pipeline.types import header_groups, place_label
+from pipeline.types import header_groups, labelled_cells, place_label, table_cells
 
 Outcome = Literal["answered", "not_in_documents", "no_documents", "unverified", "llm_unavailable"]
 StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
@@ -76,14 +76,11 @@ class Quote:
         """
         if not self.text.lstrip().startswith("|"):
             return self.text
-        row = [c.strip() for line in self.text.split("\n") for c in line.strip().strip("|").split("|")]
-        row = [c for c in row if c]
-        header = next((ln for ln in reversed(self.context.split("\n")) if ln.lstrip().startswith("|")), "")
-        labels = [c.strip() for c in header.strip().strip("|").split("|")][1:] if header else []
-        values = row[1:]
-        if not labels or len(labels) != len(values):
+        row = [cell for line in self.text.split("\n") for cell in table_cells(line) if cell]
+        labelled = labelled_cells(self.text, self.context)
+        if not labelled:
             return " | ".join(row)
-        pairs = "; ".join(f"{label}: {value}" if label else value for label, value in zip(labels, values))
+        pairs = "; ".join(f"{label}: {value}" if label else value for label, value in labelled)
         return f"{self.group()}{row[0]} — {pairs}"
 
     def group(self) -> str:

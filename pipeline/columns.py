@@ -33,9 +33,9 @@ from dataclasses import dataclass, replace
 from pipeline.citations import blank_markers
 from pipeline.figures import as_written, figure_spans, figures, normalise_figure, stated_figures
 from pipeline.quotes import QuoteCandidate
-from pipeline.row_labels import is_table_row
+from pipeline.row_labels import first_cell, is_table_row
 from pipeline.text import analyze
-from pipeline.types import table_cells
+from pipeline.types import labelled_cells
 
 _YEAR = re.compile(r"(?<![\d,.$])\b(?:19|20)\d\d\b(?![\d,.]\d)")
 _DAY_OF_MONTH = re.compile(r"\b[A-Z][a-z]+\.?\s+\d{1,2},?\s*")
@@ -133,20 +133,13 @@ def with_columns_fixed(sentence: str, fixes: Sequence[ColumnFix]) -> str:
     return sentence
 
 
-def row_cells(unit: QuoteCandidate) -> list[str]:
-    """A row's cells (its first line's), the label first."""
-    return table_cells(unit.text.strip().split("\n")[0])
-
-
 def _columns(unit: QuoteCandidate) -> list[tuple[str, str, str]]:
     """A row's cells as ``(column label, year of the label or "", cell)``; empty when the cells do not
-    line up with the labels (a row split across lines, a header of two rows)."""
-    header = next((ln for ln in reversed(unit.table_header.split("\n")) if ln.lstrip().startswith("|")), "")
-    labels = table_cells(header)[1:] if header else []
-    cells = [cell for cell in row_cells(unit)[1:] if cell]
-    if not labels or len(labels) != len(cells):
-        return []
-    return [(label, (_YEAR.findall(label) or [""])[-1], cell) for label, cell in zip(labels, cells)]
+    line up with the labels."""
+    return [
+        (label, (_YEAR.findall(label) or [""])[-1], cell)
+        for label, cell in labelled_cells(unit.text, unit.table_header)
+    ]
 
 
 def _clause_names_the_row(text: str, figure: str, row: QuoteCandidate) -> bool:
@@ -156,7 +149,7 @@ def _clause_names_the_row(text: str, figure: str, row: QuoteCandidate) -> bool:
     property and equipment"; "issued $500 million of long-term debt" of "Repayment of debt") is
     not moved within that row."""
     span = figure_spans(text, {figure}).get(figure)
-    head = next((w for w in analyze(row_cells(row)[0]) if not w[0].isdigit() and w != "total"), None)
+    head = next((w for w in analyze(first_cell(row)) if not w[0].isdigit() and w != "total"), None)
     if span is None or head is None:
         return False
     before = _CLAUSE_BREAK.split(text[: span[0]])[-1]
@@ -179,7 +172,7 @@ def _fix(sentence: str, figure: str, unit: QuoteCandidate, label: str, year: str
         for other, other_year, cell in _columns(unit)
         if other_year == year and _kind(other) == _kind(label)
     ]
-    row = row_cells(unit)[0]
+    row = first_cell(unit)
     if len(same_kind) != 1 or not figures(same_kind[0][1]):
         return ColumnFix(figure, written, row, label)
     column, cell = same_kind[0]

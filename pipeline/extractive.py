@@ -180,13 +180,17 @@ def compose_answer(
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
     kept_cited = cited_numbers(kept_text, len(passages)) or cited
-    quotes = with_strongest_unit(
-        choose_quotes(
-            f"{question}\n{kept_text}", passages, kept_cited, lead_quotes, strongest_slots=0, fill=False
-        ),
+    answering = choose_quotes(
+        f"{question}\n{kept_text}",
         passages,
+        kept_cited,
+        lead_quotes,
+        strongest_slots=0,
+        fill=False,
+        units=units,
     )
-    quotes = same_rows_elsewhere(question, with_best_match(question, quotes, passages), units)
+    quotes = with_best_match(question, with_strongest_unit(answering, passages, units), passages, units)
+    quotes = same_rows_elsewhere(question, quotes, units)
     lines = _quote_lines(quotes)
     if kept:
         return ComposedAnswer(
@@ -200,10 +204,10 @@ def quoted_evidence(
 ) -> ComposedAnswer:
     """The evidence that best matches the question, quoted under ``lead``: what the user gets
     when no answer of the model's could be verified."""
-    quotes = choose_quotes(
-        question, passages, range(1, len(passages) + 1), limit, strongest_slots=0, fill=False
-    )
-    quotes = same_rows_elsewhere(question, quotes, quote_candidates(passages))
+    units = quote_candidates(passages)
+    every = range(1, len(passages) + 1)
+    quotes = choose_quotes(question, passages, every, limit, strongest_slots=0, fill=False, units=units)
+    quotes = same_rows_elsewhere(question, quotes, units)
     return ComposedAnswer("\n".join([lead, *_quote_lines(quotes)]), "quotes", "", quotes)
 
 
@@ -318,7 +322,7 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)
     if unknown:
         return DroppedSentence(sentence, "name", tuple(unknown))
-    if _YES.search(sentence) and _answering_unit_negates(question, passages, own):
+    if _YES.search(sentence) and _answering_unit_negates(question, reading, own):
         return DroppedSentence(sentence, "negation")
     return None
 
@@ -358,9 +362,9 @@ def _known_name(word: str, known: str) -> bool:
     return all(any(form in known for form in {part, part.removesuffix("s")} if form) for part in parts)
 
 
-def _answering_unit_negates(question: str, passages: Sequence[Passage], cited: Collection[int]) -> bool:
+def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[int]) -> bool:
     """Whether the unit that best matches the question, among those cited, negates."""
-    best = choose_quotes(question, passages, cited, limit=1)
+    best = choose_quotes(question, reading.passages, cited, limit=1, units=reading.units)
     return bool(best) and bool(_NEGATION.search(best[0].text))
 
 

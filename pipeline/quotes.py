@@ -105,11 +105,13 @@ def choose_quotes(
     limit: int = MAX_QUOTES,
     strongest_slots: int = STRONGEST_EVIDENCE_SLOTS,
     fill: bool = True,
+    units: Sequence[QuoteCandidate] | None = None,
 ) -> list[QuoteCandidate]:
     """Up to ``limit`` units that carry ``answer``, ``strongest_slots`` of them kept for the
     strongest evidence; see the module docstring. Without ``fill``, only the units that match
-    the answer (the strongest evidence when none does)."""
-    candidates = quote_candidates(passages)
+    the answer (the strongest evidence when none does). ``units`` are ``passages``' quotable
+    units when the caller has them already."""
+    candidates = quote_candidates(passages) if units is None else units
     if not candidates:
         return []
     if answer is None:
@@ -146,7 +148,9 @@ def choose_quotes(
     return _add_strongest_evidence(chosen, candidates, limit)
 
 
-def with_strongest_unit(chosen: list[QuoteCandidate], passages: Sequence[Passage]) -> list[QuoteCandidate]:
+def with_strongest_unit(
+    chosen: list[QuoteCandidate], passages: Sequence[Passage], units: Sequence[QuoteCandidate] | None = None
+) -> list[QuoteCandidate]:
     """``chosen`` and the strongest unit of the whole context by retrieval score, unless it is
     quoted already or states only figures quoted already; in reading order.
 
@@ -154,7 +158,7 @@ def with_strongest_unit(chosen: list[QuoteCandidate], passages: Sequence[Passage
     search's. A small model often cites the neighbouring passage (the inventory provisions for
     a question about inventories), so the answer leads with both.
     """
-    candidates = quote_candidates(passages)
+    candidates = quote_candidates(passages) if units is None else units
     if not candidates:
         return chosen
     quoted_figures = set().union(*(figures(c.text) for c in chosen))
@@ -166,7 +170,10 @@ def with_strongest_unit(chosen: list[QuoteCandidate], passages: Sequence[Passage
 
 
 def with_best_match(
-    question: str, chosen: list[QuoteCandidate], passages: Sequence[Passage]
+    question: str,
+    chosen: list[QuoteCandidate],
+    passages: Sequence[Passage],
+    units: Sequence[QuoteCandidate] | None = None,
 ) -> list[QuoteCandidate]:
     """``chosen`` and the unit of the whole context that best matches ``question`` (its words, its
     heading's), unless it is quoted already; in reading order.
@@ -177,7 +184,8 @@ def with_best_match(
     must-have phrases in the answer text rose by 0.047 in each (0.731 → 0.778 on the latest),
     for about 100 more characters; SEC dev answers kept their figures.
     """
-    best = choose_quotes(question, passages, range(1, len(passages) + 1), 1, strongest_slots=0, fill=False)
+    every = range(1, len(passages) + 1)
+    best = choose_quotes(question, passages, every, 1, strongest_slots=0, fill=False, units=units)
     if not best or any(best[0].text == c.text for c in chosen):
         return chosen
     return sorted([*chosen, best[0]], key=lambda c: c.position)

@@ -38,11 +38,15 @@ def is_table_row(unit: QuoteCandidate) -> bool:
     return unit.text.lstrip().startswith("|")
 
 
+def first_cell(unit: QuoteCandidate) -> str:
+    """A row's label: the first cell of its first line."""
+    return table_cells(unit.text.strip().split("\n")[0])[0]
+
+
 def row_label(unit: QuoteCandidate) -> str:
     """A row's first cell and the group it stands under ("Financing activities:"; a caption such as
     "(dollars in millions):" is not a group, and would name every row of its table)."""
-    first_cell = table_cells(unit.text.strip().split("\n")[0])[0]
-    return " ".join([*header_groups(unit.table_header)[1], first_cell])
+    return " ".join([*header_groups(unit.table_header)[1], first_cell(unit)])
 
 
 def figures_from_other_rows(sentence: str, question: str, units: Sequence[QuoteCandidate]) -> list[str]:

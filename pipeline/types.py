@@ -89,6 +89,15 @@ def table_cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
+def labelled_cells(row: str, header: str) -> list[tuple[str, str]]:
+    """A Markdown table row's cells after its label, each beside its column label (the header's
+    last table line); empty when they do not line up (a header of two rows, a split row)."""
+    label_line = next((ln for ln in reversed(header.split("\n")) if ln.lstrip().startswith("|")), "")
+    labels = table_cells(label_line)[1:] if label_line else []
+    values = [cell for line in row.split("\n") for cell in table_cells(line) if cell][1:]
+    return list(zip(labels, values)) if labels and len(labels) == len(values) else []
+
+
 def header_groups(header: str) -> tuple[list[str], list[str]]:
     """A quoted row's header lines (its table's caption and column labels, then its group) as
     ``(caption lines, group lines)``: the group ("Net sales:") stands after the column labels,
