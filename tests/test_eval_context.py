@@ -159,5 +159,9 @@ def test_the_answers_benchmark_scores_the_agent_beside_the_plain_baseline(tmp_pa
     assert len(agent_rows) == 2 and all(0 < row["first_evidence_s"] < row["seconds"] for row in agent_rows), (
         "each question's evidence is shown before its answer"
     )
+    assert [row["drafts"] for row in agent_rows] == [
+        ["Net sales were 12,345 [1]."],
+        ["Globex revenue was 98,765 [1]."],
+    ], "the model's drafts are kept, to replay later code on them"
     assert plain["llm_calls"] == {"p50": 1, "max": 1} and plain["first_evidence_s"] is None
     assert 0 < plain["answer_meteor"] < agent["answer_meteor"] <= 1, "the refusal shares fewer gold words"

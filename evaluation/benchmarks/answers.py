@@ -122,6 +122,8 @@ async def _ask_agent(service: Any, question: Question) -> dict[str, Any]:
     compose_steps = [e for e in result.agent.trace if e["step"] == "compose"]
     row["dropped"] = [d for e in compose_steps for d in e["dropped"]]
     row["corrected"] = [c for e in compose_steps for c in e["corrected"]]
+    # The model's drafts as written, so that later code can be replayed on them without the LLM.
+    row["drafts"] = [e["answer"] for e in result.agent.trace if e["step"] == "generate"]
     del row["context"]
     return row
 
