@@ -13,6 +13,13 @@ period each figure belongs to. So each chunk is cut into units:
   "Three Months Ended July 1, 2023". A one-cell row in the body ("Net sales:") labels the
   rows under it; a one-cell row that continues in the next row's label is kept with it.
 
+A running header or footer is no evidence: a unit whose text, less a page number at either
+end, stands on at least ``FURNITURE_MIN_PAGES`` pages and ``FURNITURE_SHARE`` of the pages the
+document's units come from ("Apple Inc. | Q3 2023 Form 10-Q | 23" on 23 of 29 pages) is left
+out. It matched questions by the company's name and "10-Q" and was quoted as the evidence that
+came closest (SEC dev: an Apple question's three quotes were three page footers), and it took
+context tokens. A row restated on a few pages of a long filing stays.
+
 A unit's ``text`` is always a verbatim substring of its chunk's text.
 """
 
@@ -39,8 +46,12 @@ MIN_SENTENCE_WORDS = 3
 # Bump when the units this module makes, or how their vectors are made, or how PDFs are read
 # into paragraphs, change: an index built by another version is rebuilt (2: unit vectors pooled
 # from their chunk, see unit_spans; 3: paragraphs by the PDF's line spacing, inline numbered
-# lists cut into items, no sentence end after an abbreviation or initial; 4: inline bullets).
-EVIDENCE_VERSION = 4
+# lists cut into items, no sentence end after an abbreviation or initial; 4: inline bullets;
+# 5: running headers and footers left out).
+EVIDENCE_VERSION = 5
+FURNITURE_MIN_PAGES = 4
+FURNITURE_SHARE = 0.15
+_PAGE_NUMBER_AT_AN_END = re.compile(r"^(?:page\s+)?\d{1,4}\b\s*|\s*\b(?:page\s+)?\d{1,4}$", re.IGNORECASE)
 _MAX_CAPTION_WORDS = 30
 
 
@@ -198,7 +209,27 @@ def document_units(
             )  # type: ignore[arg-type]
             for i, (kind, text, page, header, group) in enumerate(found)
         )
-    return units
+    return without_page_furniture(units)
+
+
+def without_page_furniture(units: list[EvidenceUnit]) -> list[EvidenceUnit]:
+    """``units`` less the running headers and footers of their document; see the module docstring."""
+    pages_of: dict[str, set[int]] = {}
+    for unit in units:
+        pages_of.setdefault(_furniture_key(unit.text), set()).add(unit.page)
+    document_pages = len({unit.page for unit in units})
+    repeated = {
+        key
+        for key, pages in pages_of.items()
+        if len(pages) >= max(FURNITURE_MIN_PAGES, FURNITURE_SHARE * document_pages)
+    }
+    return [unit for unit in units if _furniture_key(unit.text) not in repeated]
+
+
+def _furniture_key(text: str) -> str:
+    """The unit's words less a page number at either end, spaces and table bars collapsed."""
+    words = " ".join(text.replace("|", " ").split())
+    return _PAGE_NUMBER_AT_AN_END.sub("", words).lower()
 
 
 def _caption(document: ParsedDocument, block: int) -> str:

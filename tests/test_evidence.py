@@ -102,6 +102,23 @@ def _units(document: ParsedDocument, doc_id: str) -> tuple[list[Chunk], list[Evi
     return [c for c, _ in chunked], document_units(document, chunked)
 
 
+def test_a_running_footer_is_no_evidence_but_a_row_restated_on_a_few_pages_is():
+    """Seen on SEC dev: "Apple Inc. | Q1 2023 Form 10-Q | 19" matched an Apple question by the
+    company's name and "10-Q", and three such footers were quoted as the closest evidence."""
+    blocks = []
+    for page in range(1, 21):
+        blocks.append(Block("text", f"Segment {page} revenue grew in the quarter as demand rose.", page))
+        if page in (3, 9, 15):  # a row restated in the statements, a note and the discussion
+            blocks.append(Block("text", "Total net sales were $81,797 million in the quarter.", page))
+        blocks.append(Block("text", f"Apple Inc. | Q1 2023 Form 10-Q | {page}", page))
+    chunks, units = _units(ParsedDocument("2023 Q1 AAPL", tuple(blocks), page_count=20), "aapl")
+    texts = [u.text for u in units]
+    assert not any("Form 10-Q" in t for t in texts), "the footer on every page is left out"
+    assert texts.count("Total net sales were $81,797 million in the quarter.") == 3
+    assert sum(t.startswith("Segment ") for t in texts) == 20, "sentences differing in a figure stay"
+    assert any("Form 10-Q" in c.text for c in chunks), "the chunk's text stays verbatim"
+
+
 def test_units_are_verbatim_substrings_of_their_chunks_with_their_own_page():
     chunks, units = _units(_report("2023 Q3 report", "81,797"), "q3")
     by_id = {c.chunk_id: c for c in chunks}
