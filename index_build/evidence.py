@@ -18,9 +18,7 @@ end, stands on at least ``FURNITURE_MIN_PAGES`` pages and ``FURNITURE_SHARE`` of
 document's units come from ("Apple Inc. | Q3 2023 Form 10-Q | 23" on 23 of 29 pages) is left
 out. It matched questions by the company's name and "10-Q" and was quoted as the evidence that
 came closest (SEC dev: an Apple question's three quotes were three page footers), and it took
-context tokens. A row restated on a few pages of a long filing stays. Nor is a contents entry
-without dot leaders: one of the document's headings followed by a page number ("Item 1. Legal
-Proceedings 51", quoted as the closest evidence on legal proceedings).
+context tokens. A row restated on a few pages of a long filing stays.
 
 A unit's ``text`` is always a verbatim substring of its chunk's text.
 """
@@ -54,7 +52,6 @@ EVIDENCE_VERSION = 5
 FURNITURE_MIN_PAGES = 4
 FURNITURE_SHARE = 0.15
 _PAGE_NUMBER_AT_AN_END = re.compile(r"^(?:page\s+)?\d{1,4}\b\s*|\s*\b(?:page\s+)?\d{1,4}$", re.IGNORECASE)
-_BEFORE_A_PAGE_NUMBER = re.compile(r"^(.*\S)\s+\d{1,4}$")
 _MAX_CAPTION_WORDS = 30
 
 
@@ -212,8 +209,7 @@ def document_units(
             )  # type: ignore[arg-type]
             for i, (kind, text, page, header, group) in enumerate(found)
         )
-    headings = {_heading_key(b.text) for b in document.blocks if b.kind == "heading"}
-    return [u for u in without_page_furniture(units) if not _is_contents_entry(u.text, headings)]
+    return without_page_furniture(units)
 
 
 def without_page_furniture(units: list[EvidenceUnit]) -> list[EvidenceUnit]:
@@ -228,16 +224,6 @@ def without_page_furniture(units: list[EvidenceUnit]) -> list[EvidenceUnit]:
         if len(pages) >= max(FURNITURE_MIN_PAGES, FURNITURE_SHARE * document_pages)
     }
     return [unit for unit in units if _furniture_key(unit.text) not in repeated]
-
-
-def _is_contents_entry(text: str, headings: set[str]) -> bool:
-    """Whether ``text`` is one of the document's headings followed by a page number."""
-    entry = _BEFORE_A_PAGE_NUMBER.match(" ".join(text.replace("|", " ").split()))
-    return entry is not None and _heading_key(entry.group(1)) in headings
-
-
-def _heading_key(text: str) -> str:
-    return " ".join(text.replace("|", " ").split()).lower().rstrip(".")
 
 
 def _furniture_key(text: str) -> str:
