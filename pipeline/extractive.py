@@ -23,8 +23,8 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
 3. the answer then quotes the evidence units that carry it, in the document's words, under
    their citation numbers (a table row as its cells beside their column labels), chosen by
    :func:`pipeline.quotes.choose_quotes` from the passages the model cited, beside the
-   strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`) and the unit
-   that best matches the question (:func:`pipeline.quotes.with_best_match`), and, for a
+   strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`) and the two
+   units that best match the question (:func:`pipeline.quotes.with_best_match`), and, for a
    question that names no period, the same table rows in the context's other documents
    (:mod:`pipeline.same_rows`). Nothing quoted is ever retyped by the model.
 

@@ -311,6 +311,30 @@ def test_the_unit_that_best_matches_the_question_is_quoted_though_the_reply_cite
     )
 
 
+def test_the_two_units_that_best_match_the_question_are_quoted_from_the_best_document():
+    """Seen on SEC dev: an answer on AWS's operating income, for a question on AWS's revenue,
+    drew the operating income rows; the revenue rows match the question's own words. The second
+    comes from the best one's document: deeper before wider."""
+    evidence = passages(
+        "AWS operating income rose to $6,976 million on cost structure productivity.",
+        "AWS revenue was $23,059 million in the third quarter. The weather was clear. "
+        "AWS revenue grew 12% from $20,538 million in the third quarter a year before.",
+        "AWS revenue was $22,140 million in the second quarter.",
+        "Sales and marketing costs grew with headcount.",
+    )
+    answer = compose_answer(
+        "What trends are there in AWS revenue in the third quarter?",
+        "AWS operating income rose to $6,976 million [1].",
+        evidence,
+    )
+    assert "“AWS revenue was $23,059 million in the third quarter.” [2]" in answer.text
+    assert (
+        "“AWS revenue grew 12% from $20,538 million in the third quarter a year before.” [2]" in answer.text
+    )
+    assert "$22,140" not in answer.text, "another document's unit would answer a question not asked"
+    assert "Sales and marketing" not in answer.text and "weather" not in answer.text
+
+
 def test_citations_written_after_the_full_stop_stay_with_their_sentence():
     assert answer_sentences("It rose 5%. [2] It fell later [3].") == ["It rose 5%. [2]", "It fell later [3]."]
 
