@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from pipeline.figures import figures, stated_figures, unstated_figures, written_forms
 from server.doors.cli import main
 
@@ -165,3 +167,60 @@ def test_the_answers_benchmark_scores_the_agent_beside_the_plain_baseline(tmp_pa
     ], "the model's drafts are kept, to replay later code on them"
     assert plain["llm_calls"] == {"p50": 1, "max": 1} and plain["first_evidence_s"] is None
     assert 0 < plain["answer_meteor"] < agent["answer_meteor"] <= 1, "the refusal shares fewer gold words"
+
+
+def test_a_runs_drafts_replayed_through_the_answer_code_give_the_runs_answers(tmp_path, monkeypatch):
+    import dspy
+    from dspy.utils import DummyLM
+
+    from evaluation.benchmarks.answers import bench_answers
+    from evaluation.benchmarks.replay import replay_run
+    from pipeline.errors import InvalidRequestError
+    from server.settings import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    dataset = write_dataset(tmp_path / "mini")
+    script = [
+        {"answer": "Net sales were 12,345 [1].", "sources": [1]},
+        {"supported": "yes"},
+        {"answer": "Globex revenue was 98,765 [1].", "sources": [1]},
+        {"supported": "yes"},
+    ]
+    cache = tmp_path / "cache"
+    model = DummyLM(script, adapter=dspy.JSONAdapter())
+    bench_answers(
+        dataset,
+        load_settings(),
+        cache_dir=cache,
+        questions_file="questions.csv",
+        systems=("agent",),
+        lm=model,
+    )
+    rows = [json.loads(line) for line in (tmp_path / "bench-results" / "answers_mini.jsonl").open()]
+    replayed_rows = tmp_path / "replayed.jsonl"
+    report = replay_run(
+        dataset,
+        rows,
+        load_settings(),
+        cache_dir=cache,
+        questions_file="questions.csv",
+        rows_file=replayed_rows,
+    )
+    assert report["compared"] == 2
+    assert (
+        report["replayed"]["figure_recall_in_answer_text"] == report["as_run"]["figure_recall_in_answer_text"]
+    )
+    replayed = {row["question"]: row for row in map(json.loads, replayed_rows.open())}
+    assert all(replayed[row["question"]]["answer"] == row["answer"] for row in rows), (
+        "same code, same answers"
+    )
+
+    # A first draft the run's checks refused would pass here: it is replayed, not compared.
+    rows[1]["steps"] = [*rows[1]["steps"], "generate"]
+    rows[1]["drafts"][0] = "Globex revenue was 55,555 [1]."  # a figure no passage states
+    report = replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")
+    assert report["questions"] == 2 and report["compared"] == 1
+
+    del rows[0]["drafts"]
+    with pytest.raises(InvalidRequestError, match="no drafts"):
+        replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")
