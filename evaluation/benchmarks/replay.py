@@ -82,9 +82,10 @@ def replay_run(
 
 
 def replay_lm(drafts: Mapping[str, str]) -> DummyLM:
-    """An LM that answers each question's generate call with its draft, and every check yes."""
+    """An LM that answers each question's generate call with its draft, and every check yes
+    (the question as the service asks it: stripped)."""
     answers: dict[str, dict[str, Any]] = {
-        f"[[ ## question ## ]]\n{question}\n\n[[ ## passages ## ]]": {"answer": draft, "sources": []}
+        f"[[ ## question ## ]]\n{question.strip()}\n\n[[ ## passages ## ]]": {"answer": draft, "sources": []}
         for question, draft in drafts.items()
     }
     answers["[[ ## cited ## ]]"] = {"supported": "yes"}
