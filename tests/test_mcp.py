@@ -116,7 +116,11 @@ async def test_ask_trace_shows_every_step_of_the_card_on_a_first_question(settin
     """`docfinder ask --trace` with an LLM server: understood (rephrased), classified, retrieved
     with its search stages (rerank among them), generated and checked twice."""
     assert await asyncio.to_thread(cli_main, ["ask", QUESTION, "--trace"]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    shown_first = captured.err[captured.err.index(EVIDENCE_HEADING) :]
+    assert shown_first.split("\n")[1].startswith("[1] “"), "each evidence unit on a line of its own"
+    assert "\\n" not in shown_first and "\\[" not in shown_first, "no escapes in the evidence shown"
     traced = printed[printed.index("\ntrace") :]
     steps = [line.split()[0] for line in traced.splitlines()[1:] if line.startswith("  ") and line.split()]
     for step in (

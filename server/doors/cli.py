@@ -252,7 +252,7 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
                     err.print(f"[dim]{event['t']:6.1f}s {escape(describe_step(event))}[/]")
                     preview = evidence_preview(event)
                     if preview is not None:  # the documents' words first, the answer when it is checked
-                        err.print(escape(shown(preview)))
+                        err.print("\n".join(shown(line) for line in preview.split("\n")))
 
             async def on_token(token: AnswerToken) -> None:
                 # The answer as it is written, under the spinner; the checked answer replaces it.
