@@ -223,6 +223,13 @@ def test_a_runs_drafts_replayed_through_the_answer_code_give_the_runs_answers(tm
     report = replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")
     assert report["questions"] == 2 and report["compared"] == 1
 
+    rows[1]["drafts"] = []  # the model was never asked (no passage found, the LLM down)
+    assert (
+        replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")[
+            "questions"
+        ]
+        == 1
+    )
     del rows[0]["drafts"]
     with pytest.raises(InvalidRequestError, match="no drafts"):
         replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")

@@ -46,13 +46,15 @@ def replay_run(
     rows_file: Path | None = None,
 ) -> dict[str, Any]:
     """The run's agent rows beside the same questions answered now from their first drafts."""
-    recorded = {row["question"]: row for row in run_rows if row.get("system", "agent") == "agent"}
-    missing = [question for question, row in recorded.items() if not row.get("drafts")]
+    agent_rows = [row for row in run_rows if row.get("system", "agent") == "agent"]
+    missing = [row["question"] for row in agent_rows if "drafts" not in row]
     if missing:
         raise InvalidRequestError(
             f"{len(missing)} of the run's agent rows have no drafts (kept since 26 November), "
             f"such as {missing[0]!r}"
         )
+    # A question the model never drafted for (no passage found, the LLM down) has nothing to replay.
+    recorded = {row["question"]: row for row in agent_rows if row["drafts"]}
     questions = [q for q in load_questions(dataset / questions_file) if q.text in recorded]
     docs = dataset_docs(dataset)
     settings = settings.changed(
