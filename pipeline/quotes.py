@@ -107,11 +107,12 @@ def choose_quotes(
     strongest_slots: int = STRONGEST_EVIDENCE_SLOTS,
     fill: bool = True,
     units: Sequence[QuoteCandidate] | None = None,
+    strongest_when_none_match: bool = True,
 ) -> list[QuoteCandidate]:
     """Up to ``limit`` units that carry ``answer``, ``strongest_slots`` of them kept for the
     strongest evidence; see the module docstring. Without ``fill``, only the units that match
-    the answer (the strongest evidence when none does). ``units`` are ``passages``' quotable
-    units when the caller has them already."""
+    the answer (the strongest evidence when none does, unless ``strongest_when_none_match`` is
+    off). ``units`` are ``passages``' quotable units when the caller has them already."""
     candidates = quote_candidates(passages) if units is None else units
     if not candidates:
         return []
@@ -144,7 +145,7 @@ def choose_quotes(
             break
         if candidate not in chosen and all(candidate.text != c.text for c in chosen):
             chosen.append(candidate)
-    if not fill and chosen:
+    if not fill and (chosen or not strongest_when_none_match):
         return sorted(chosen, key=lambda c: c.position)
     return _add_strongest_evidence(chosen, candidates, limit)
 
@@ -178,8 +179,8 @@ def with_best_match(
     count: int = BEST_MATCHES,
 ) -> list[QuoteCandidate]:
     """``chosen`` and the unit of the whole context that best matches ``question`` (its words, its
-    heading's), then the best of the rest of its document, up to ``count`` units, those not
-    quoted already; in reading order.
+    heading's), then the best of the rest of its document that matches it too, up to ``count``
+    units, those not quoted already; in reading order.
 
     The quotes follow the passages the answer cites and the words it uses; the unit that
     answers may stand in a passage it did not cite ("How experienced was the pilot?": the
@@ -188,18 +189,29 @@ def with_best_match(
     sentences of three manual-qa dev runs, the best unit raised the must-have phrases in the
     answer text by 0.047 in each (0.731 → 0.778 on the latest), for about 100 more characters;
     SEC dev answers kept their figures. The second is the best of the rest of that unit's
-    document (26 November, replayed on the first drafts of a full SEC dev run, 65 questions, and
-    of a manual-qa dev run): SEC gold figures in the answer text 0.389 → 0.433, for 105 more
-    characters; manual-qa unchanged (0.759, 48 more characters). The second best of the whole
-    context instead gave 0.417, and quoted another period's row for a question that named its
-    period; a third of the whole context added 0.016 on SEC for another 60 characters, nothing
-    on manual-qa.
+    document, if it matches the question too (26 November, replayed on the first drafts of a
+    full SEC dev run, 65 questions, and of a manual-qa dev run): SEC gold figures in the answer
+    text 0.389 → 0.433, for 100 more characters; manual-qa unchanged (0.759, 37 more
+    characters). The second best of the whole context instead gave 0.417, and quoted another
+    period's row for a question that named its period; a third of the whole context added 0.016
+    on SEC for another 60 characters, nothing on manual-qa.
     """
     candidates = quote_candidates(passages) if units is None else units
     best: list[QuoteCandidate] = []
     pool = range(1, len(passages) + 1)
     while len(best) < count:
-        found = choose_quotes(question, passages, pool, 1, strongest_slots=0, fill=False, units=candidates)
+        # The next best only when it matches the question: the strongest unit of the document is
+        # no answer to it ("When are proposals due?" quoted the co-investigators' limit).
+        found = choose_quotes(
+            question,
+            passages,
+            pool,
+            1,
+            strongest_slots=0,
+            fill=False,
+            units=candidates,
+            strongest_when_none_match=not best,
+        )
         if not found or found[0] in best:
             break
         best.append(found[0])
