@@ -121,6 +121,19 @@ def _phrase_scores(must_have: Sequence[str], answer: str, quoted: Sequence[str])
     }
 
 
+def indexed_dataset(settings: Settings, docs: Path, cache_dir: Path, purpose: str) -> Settings:
+    """``settings`` answering over ``docs``, indexed (or brought up to date) in ``cache_dir``, with a
+    conversation store of their own for ``purpose`` ("eval", "bench", "replay")."""
+    settings = settings.changed(
+        {
+            "index.dir": cache_dir / f"{corpus_name(docs)}-docs",
+            "stores.conversations_path": cache_dir / f"{purpose}-conversations.sqlite3",
+        }
+    )
+    run_ingest(settings, [docs], collection=corpus_name(docs))
+    return settings
+
+
 def answer_row(question: Question, agent: AgentAnswer, seconds: float) -> dict[str, Any]:
     """One question's row before judging: the answer, what it rests on, and the gold measures."""
     sources = [c.source for c in agent.citations]
@@ -254,14 +267,7 @@ def evaluate_answers(
     pending = evenly_spread(pending, limit)
     write = appender(rows_path)
     if answers_file is None:
-        docs = dataset_docs(dataset_dir, docs)
-        settings = settings.changed(
-            {
-                "index.dir": cache_dir / f"{corpus_name(docs)}-docs",
-                "stores.conversations_path": cache_dir / "eval-conversations.sqlite3",
-            }
-        )
-        run_ingest(settings, [docs], collection=corpus_name(docs))
+        settings = indexed_dataset(settings, dataset_docs(dataset_dir, docs), cache_dir, "eval")
     rows = asyncio.run(_answer_and_judge(settings, pending, judge_api_base, judge_model, write, on_row))
     answerer = str(answers_file) if answers_file else settings.llm.api_base or "embedded"
     return {

@@ -212,7 +212,7 @@ def with_best_match(
             units=candidates,
             strongest_when_none_match=not best,
         )
-        if not found or found[0] in best:
+        if not found:
             break
         best.append(found[0])
         # Deeper in the best document before wider: a question that names its period is answered

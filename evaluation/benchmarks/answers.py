@@ -34,14 +34,13 @@ from typing import Any
 
 import dspy
 
-from evaluation.answers import OVERLAP_METRICS, answer_row, evenly_spread
-from evaluation.questions import Question, corpus_name, dataset_docs, load_questions
+from evaluation.answers import OVERLAP_METRICS, answer_row, evenly_spread, indexed_dataset
+from evaluation.questions import Question, dataset_docs, load_questions
 from evaluation.retrieval import percentile
 from pipeline.answers import AgentAnswer, Citation
 from pipeline.citations import cited_numbers
 from pipeline.figures import all_numbers, figures, stated_figures
 from programs.agent import number_passages
-from server.core.ingest import run_ingest
 from server.service import open_service
 from server.settings import Settings
 
@@ -69,14 +68,7 @@ def bench_answers(
     """Both systems over the dataset's questions; see the module docstring."""
     questions = load_questions(dataset / questions_file)
     questions = evenly_spread(questions, int(os.environ.get("BENCH_AGENT_QUESTIONS", "0")) or len(questions))
-    docs = dataset_docs(dataset)
-    settings = settings.changed(
-        {
-            "index.dir": cache_dir / f"{corpus_name(docs)}-docs",
-            "stores.conversations_path": cache_dir / "bench-conversations.sqlite3",
-        }
-    )
-    run_ingest(settings, [docs], collection=corpus_name(docs))
+    settings = indexed_dataset(settings, dataset_docs(dataset), cache_dir, "bench")
     rows_file = Path("bench-results") / f"answers_{dataset.name}.jsonl"
     rows_file.parent.mkdir(exist_ok=True)
     rows_file.write_text("")

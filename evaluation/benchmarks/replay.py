@@ -28,11 +28,11 @@ from typing import Any
 import dspy
 from dspy.utils import DummyLM
 
-from evaluation.answers import ANSWERED, answer_row
+from evaluation.answers import ANSWERED, answer_row, indexed_dataset
 from evaluation.benchmarks.answers import summarise
-from evaluation.questions import Question, corpus_name, dataset_docs, load_questions
+from evaluation.questions import Question, dataset_docs, load_questions
+from evaluation.report_format import read_jsonl
 from pipeline.errors import InvalidRequestError
-from server.core.ingest import run_ingest
 from server.service import open_service
 from server.settings import Settings, load_settings
 
@@ -56,14 +56,7 @@ def replay_run(
     # A question the model never drafted for (no passage found, the LLM down) has nothing to replay.
     recorded = {row["question"]: row for row in agent_rows if row["drafts"]}
     questions = [q for q in load_questions(dataset / questions_file) if q.text in recorded]
-    docs = dataset_docs(dataset)
-    settings = settings.changed(
-        {
-            "index.dir": cache_dir / f"{corpus_name(docs)}-docs",
-            "stores.conversations_path": cache_dir / "replay-conversations.sqlite3",
-        }
-    )
-    run_ingest(settings, [docs], collection=corpus_name(docs))
+    settings = indexed_dataset(settings, dataset_docs(dataset), cache_dir, "replay")
     replayed = asyncio.run(_replay(settings, questions, recorded))
     if rows_file is not None:
         rows_file.parent.mkdir(parents=True, exist_ok=True)
@@ -74,7 +67,7 @@ def replay_run(
         "dataset": str(dataset),
         "questions": len(replayed),
         "compared": len(compared),
-        "as_run": summarise([dict(recorded[row["question"]]) for row in compared]),
+        "as_run": summarise([recorded[row["question"]] for row in compared]),
         "replayed": summarise(compared),
         "characters": {
             "as_run": _mean_length([recorded[row["question"]] for row in compared]),
@@ -125,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dataset", type=Path, help="a dataset folder of ../shared/data")
     parser.add_argument("rows", type=Path, help="the run's rows (bench-results/answers_<dataset>.jsonl)")
     args = parser.parse_args(argv)
-    run_rows = [json.loads(line) for line in args.rows.read_text().splitlines() if line.strip()]
+    run_rows = [row for _, row in read_jsonl(args.rows, {"question", "outcome", "answer"})]
     out = Path("bench-results") / f"replay_{args.dataset.name}.jsonl"
     report = replay_run(args.dataset, run_rows, load_settings(), rows_file=out)
     print(json.dumps(report, indent=2))
