@@ -151,7 +151,9 @@ def rise_of_a_decrease(sentence: str, evidence: str) -> list[str]:
         if _inside_a_name(evidence, found.start()):
             continue
         raw, number = found.group(), normalise_figure(found.group()).rstrip(".")
-        if not raw.startswith("("):
+        # Only a number closed in its own parentheses is a minus: "(3)", "(3)%", "(1,234)";
+        # a period label "(2023 Q1)" opens one around more than the number.
+        if not (raw.startswith("(") and raw.endswith(")")):
             positive.add(number)
         elif len(number) > 1 or evidence[found.end() : found.end() + 2].strip().startswith("%"):
             negative.add(number)  # one digit in parentheses is a footnote mark unless a % follows

@@ -7,6 +7,8 @@ question the documents cannot answer.
 
 from __future__ import annotations
 
+import dataclasses
+
 from pipeline.context import ContextPiece, Passage, whole_passages
 from pipeline.extractive import (
     DOCUMENTS_SAY,
@@ -364,6 +366,30 @@ def test_a_rise_where_the_table_writes_a_decrease_in_parentheses_is_dropped():
         sales,
     )
     assert right.kind == "answer" and not right.dropped
+
+
+def test_a_year_in_a_period_label_is_no_decrease():
+    """A live SEC answer, dropped as "direction" on its "2023": the passage's label reads
+    "(2023 Q1)", which opens a parenthesis around the year but is no accountant's minus."""
+    chunk = Chunk(
+        "m-0000",
+        "m",
+        "docs",
+        "/docs/2023 Q1 MSFT.pdf",
+        "Form 10-Q for Microsoft Corp",
+        ("Operating Expenses",),
+        (40, 40),
+        "Operating expenses increased $879 million or 9% driven by investments in commercial sales.",
+        "h",
+    )
+    filing = [dataclasses.replace(p, period="2023 Q1") for p in whole_passages([SearchHit(chunk, 1.0)])]
+    assert "(2023 Q1)" in filing[0].evidence_label()
+    answer = compose_answer(
+        "In Q1 2023, how did Microsoft's operating expenses change?",
+        "Microsoft's operating expenses increased by $879 million or 9% in Q1 2023 [1].",
+        filing,
+    )
+    assert answer.kind == "answer" and not answer.dropped
 
 
 def test_the_question_echoed_in_the_reply_is_not_part_of_the_answer():
