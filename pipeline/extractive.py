@@ -69,6 +69,7 @@ _NEGATION = re.compile(
     r"precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
     re.IGNORECASE,
 )
+_OPENS_A_SENTENCE = re.compile(r"[.!?][\"”’)\]]*\s+$")  # a full stop and space before a word
 _POSSESSIVE = re.compile(r"['’]s?$")
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _REFUSAL = re.compile(
@@ -112,6 +113,20 @@ class DroppedSentence:
     detail: tuple[str, ...] = ()
 
 
+# Why code dropped a sentence, as the model is told when it answers again: the same checks,
+# in words, with what each found ("$27 (Cost of revenue)": the row the figure belongs to).
+_WHY_DROPPED = {
+    "figure": "states {detail}, which the evidence it cites does not state",
+    "row": "takes {detail} from another table row than the one it names",
+    "column": "takes {detail} from another period's column than the one it names",
+    "name": "names {detail}, which the evidence does not",
+    "direction": "calls {detail} a rise where the evidence writes a decrease",
+    "negation": "says yes where the evidence that answers the question says no",
+    "says_nothing": "names no specific fact of the evidence (a name, date, figure or item)",
+    "label": "gives a document's title or place as the answer",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ComposedAnswer:
     """The answer as the user reads it, what it is, what was dropped and the units it quotes."""
@@ -122,6 +137,17 @@ class ComposedAnswer:
     quotes: list[QuoteCandidate]
     dropped: list[DroppedSentence] = field(default_factory=list)
     corrected: list[str] = field(default_factory=list)  # figures code moved to the right column
+
+
+def why_not_kept(dropped: Sequence[DroppedSentence], limit: int = 2) -> str:
+    """What was wrong with a reply none of whose sentences could be kept, in words the model can
+    act on when it answers again (a sentence that only leaned on a dropped one is not named)."""
+    said = [
+        f"“{d.sentence.strip()}” " + _WHY_DROPPED[d.reason].format(detail=", ".join(d.detail))
+        for d in dropped
+        if d.reason in _WHY_DROPPED
+    ]
+    return "; ".join(said[:limit])
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,11 +370,18 @@ def _named_as_the_answer(title: str, sentence: str) -> bool:
 
 
 def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
-    """Capitalised words past the sentence's first that neither the cited evidence nor the question has."""
+    """Capitalised words past the sentence's first that neither the cited evidence nor the question
+    has; a word after a full stop opens a sentence the splitter left joined ("... in the most
+    recent 10-Q. Specifically, ...": "Q." reads as an initial)."""
     body = blank_markers(sentence)
     known = f"{evidence}\n{question}".lower()
-    words = _NAME_WORD.findall(body)
-    return [w for w in words[1:] if body.find(w) > 0 and not _known_name(w, known)]
+    return [
+        found.group()
+        for found in list(_NAME_WORD.finditer(body))[1:]
+        if found.start() > 0
+        and not _OPENS_A_SENTENCE.search(body[: found.start()])
+        and not _known_name(found.group(), known)
+    ]
 
 
 def _known_name(word: str, known: str) -> bool:

@@ -83,6 +83,19 @@ def test_an_invented_name_and_a_figure_no_cited_unit_states_are_dropped_sentence
     assert "National Institutes" not in answer.text and "45 minutes" not in answer.text
 
 
+def test_the_first_word_of_a_sentence_left_joined_to_the_one_before_is_no_name():
+    """A live SEC draft: "10-Q." reads as an initial to the splitter, so "Specifically" stood
+    inside one sentence and was dropped as a name the evidence lacks; a name after it still counts."""
+    evidence = passages("Depreciation and amortization expense was $3,921 million in the quarter.")
+    question = "What did Microsoft report in its most recent 10-Q?"
+    joined = "It is in the most recent 10-Q. Specifically, depreciation was $3,921 million [1]."
+    assert compose_answer(question, joined, evidence).kind == "answer"
+    invented = "It is in the 10-Q. Specifically, Satya Nadella approved $3,921 million [1]."
+    assert {d.reason: d.detail for d in compose_answer(question, invented, evidence).dropped} == {
+        "name": ("Satya", "Nadella")
+    }
+
+
 def test_a_reply_that_the_documents_do_not_answer_says_so_and_quotes_the_nearest_evidence():
     answer = compose_answer(
         "Which VR headset model does the study use?",
