@@ -25,7 +25,7 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    :func:`pipeline.quotes.choose_quotes` from the passages the model cited, beside the
    strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`) and the two
    units that best match the question (:func:`pipeline.quotes.with_best_match`), and, for a
-   question that names no period, the same table rows in the context's other documents
+   question that names no period, the same table rows (and notes) in the context's other documents
    (:mod:`pipeline.same_rows`). Nothing quoted is ever retyped by the model.
 
 A reply that opens by saying the documents do not answer is kept as such, with the nearest

@@ -90,3 +90,46 @@ def test_a_question_that_names_its_period_gets_that_periods_rows_only():
     )
     assert {q.n for q in answer.quotes} == {1}
     assert "22,140" not in answer.text and "21,354" not in answer.text
+
+
+def statement_passage(doc: str, *sentences: str) -> Passage:
+    """A filing's note in running text, one unit per sentence."""
+    chunk = Chunk(
+        f"{doc}-0001", doc, "docs", f"/docs/{doc}.pdf", doc, ("Share Repurchases",), (20, 20), "", "h"
+    )
+    units = [
+        EvidenceUnit(f"{doc}-0001/{i:03}", chunk.chunk_id, doc, "sentence", text, 20)
+        for i, text in enumerate(sentences)
+    ]
+    return Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))
+
+
+def test_a_sentence_with_a_figure_brings_the_same_statement_of_the_other_periods():
+    """Periodic reports restate their notes with each period's figures (the SEC dev filings:
+    "During the nine months ended ..., the Company repurchased ... shares ..."); a question over
+    time sees each period's, not a sentence that merely shares its subject."""
+    notes = [
+        statement_passage(
+            "2023 Q3 AAPL",
+            "During the nine months ended July 1, 2023, the Company repurchased 365 million shares of its "
+            "common stock for $56.1 billion.",
+        ),
+        statement_passage(
+            "2023 Q2 AAPL",
+            "During the six months ended April 1, 2023, the Company repurchased 262 million shares of its "
+            "common stock for $38.1 billion.",
+            "The Company repurchased shares under its program, which has no expiry date and 12 tranches.",
+        ),
+        statement_passage(
+            "2023 Q1 AAPL",
+            "During the three months ended December 31, 2022, the Company repurchased 133 million shares of "
+            "its common stock for $19.0 billion.",
+        ),
+    ]
+    units = quote_candidates(notes)
+    latest = units[0]
+    added = same_rows_elsewhere("How much stock has Apple repurchased?", [latest], units)
+    assert added == [latest, units[1], units[3]], "each period's statement, not another on repurchases"
+    assert same_rows_elsewhere("How much stock did Apple repurchase in Q3 2023?", [latest], units) == [latest]
+    one = same_rows_elsewhere("How much stock has Apple repurchased?", [latest], units, statements=1)
+    assert one == [latest, units[1]]
