@@ -49,13 +49,7 @@ from pipeline.citations import MARKERS_AFTER, citation_link, cited_numbers, has_
 from pipeline.context import Passage, Retrieved
 from pipeline.domains import DomainChoice
 from pipeline.errors import LLMUnavailableError, UnreadableReplyError
-from pipeline.extractive import (
-    ComposedAnswer,
-    compose_answer,
-    in_the_documents_words,
-    quoted_evidence,
-    why_not_kept,
-)
+from pipeline.extractive import ComposedAnswer, compose_answer, in_the_documents_words, quoted_evidence
 from pipeline.figure_citations import cite_figure_sources
 from pipeline.quotes import choose_quotes
 from pipeline.steps import Step
@@ -63,7 +57,7 @@ from pipeline.streaming import AnswerToken, StreamedField
 from pipeline.text import analyze
 from programs.agent_settings import AgentSettings
 from programs.continuation import Conversation, continuing, current_adapter, reply_text
-from programs.signatures import Generate, Revise, Supported, Transform, Understand, Useful
+from programs.signatures import Generate, Supported, Transform, Understand, Useful
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +239,6 @@ class AnswerAgent(dspy.Module):
         self.understand = dspy.Predict(Understand)
         self.transform_query = dspy.Predict(Transform)
         self.generate = dspy.Predict(Generate)
-        self.revise = dspy.Predict(Revise)
         self.supported = dspy.Predict(Supported)
         self.useful = dspy.Predict(Useful)
 
@@ -291,7 +284,6 @@ class _Run:
         self.domain: str | None = None
         self.best: list[Passage] = []
         self.generated: Conversation | None = None  # the last generate call, which the check continues
-        self.rejected: tuple[str, str] | None = None  # the last draft not kept, and why: answered again
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
         self.llm_calls: list[tuple[str, dict[str, int]]] = []  # made, not yet reported by a step
@@ -468,7 +460,6 @@ class _Run:
                     return await self.composed_result(composed, "not_in_documents", passages)
                 if composed.kind == "answer" and await self._checks(composed, passages):
                     return await self.composed_result(composed, "answered", passages)
-                self.rejected = (reply, self._why_rejected(composed))
                 failed += 1
                 if failed >= MAX_FAILED_ANSWERS:
                     break
@@ -519,48 +510,28 @@ class _Run:
         )
         return composed
 
-    def _why_rejected(self, composed: ComposedAnswer) -> str:
-        """Why a draft was not kept, for the next: code's reasons for the sentences it dropped,
-        else the grounding or usefulness check's verdict."""
-        if composed.kind == "answer" and self.verdicts.get("supported") == "no":
-            return "a claim in it is not stated by the evidence it cites"
-        return why_not_kept(composed.dropped) or "it does not answer the question with a specific fact"
-
     async def _generate(self, passages: list[Passage]) -> str:
-        """A draft answer; after a draft that was not kept, the model answers again told why
-        (:class:`~programs.signatures.Revise`): told nothing, the embedded model repeated its
-        first draft word for word in 4 of the 21 second drafts of a SEC dev run, and 12 of the
-        21 failed again."""
         inputs = {
             "question": self.question,
             "passages": number_passages(passages),
             "glossary": self.agent.glossary,
         }
-        name, predictor, revising = "generate", self.agent.generate, {}
-        if self.rejected is not None:
-            name, predictor = "revise", self.agent.revise
-            inputs |= {"earlier_answer": self.rejected[0], "problem": self.rejected[1]}
-            revising = {"problem": self.rejected[1]}
         raw: list[str] = []
         try:
-            reply = await self.call(name, predictor, stream="answer", raw=raw, **inputs)
+            reply = await self.call("generate", self.agent.generate, stream="answer", raw=raw, **inputs)
         except UnreadableReplyError as exc:
             answer = answer_of_a_cut_reply(exc.reply)
             if not answer:
                 raise
             # The model wrote past its token limit: its whole sentences are still an answer to check.
             self.calls_made += 1  # made, though `call` did not count it: its reply did not parse
-            self.generated = Conversation.of_call(predictor, inputs, exc.reply)
-            await self.step(
-                Step.GENERATE, answer=answer, sources=[], passages=len(passages), cut_off=True, **revising
-            )
+            self.generated = Conversation.of_call(self.agent.generate, inputs, exc.reply)
+            await self.step(Step.GENERATE, answer=answer, sources=[], passages=len(passages), cut_off=True)
             return answer
-        written = "".join(raw) or reply_text(predictor, reply)
-        self.generated = Conversation.of_call(predictor, inputs, written)
+        written = "".join(raw) or reply_text(self.agent.generate, reply)
+        self.generated = Conversation.of_call(self.agent.generate, inputs, written)
         answer = with_citation_markers(reply.answer, reply.sources, [p.text for p in passages])
-        await self.step(
-            Step.GENERATE, answer=answer, sources=reply.sources, passages=len(passages), **revising
-        )
+        await self.step(Step.GENERATE, answer=answer, sources=reply.sources, passages=len(passages))
         return answer
 
     async def _cite_figure_sources(self, answer: str, passages: list[Passage]) -> str:

@@ -62,18 +62,6 @@ class Generate(dspy.Signature):
     sources: list[int] = dspy.OutputField(desc="the numbers of the evidence the answer uses")
 
 
-class Revise(Generate):
-    """Your earlier answer to this question was not kept, for the reason given. Answer again in one
-    or two short sentences, using only the numbered evidence and its words: name the specific facts
-    that answer it (names, dates, figures, items), each figure exactly as written in the row and
-    the column of the period asked about, and cite the evidence after each claim as [n]. If the
-    evidence does not contain the answer, say only: "The documents do not say." Add nothing the
-    evidence does not state."""
-
-    earlier_answer: str = dspy.InputField(desc="your answer that was not kept")
-    problem: str = dspy.InputField(desc="why it was not kept, found by checking it against the evidence")
-
-
 class Supported(dspy.Signature):
     """Check the answer you have just written against the numbered evidence above. Is every claim
     in it stated by the evidence it cites? Citations alone are not support: the cited evidence must

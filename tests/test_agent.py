@@ -244,11 +244,9 @@ def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
         "understand",
         "generate",
         "supported",
-        "revise",
+        "generate",
         "supported",
     ], "the sparse fallback retrieves without the LLM"
-    told = model.history[3]["messages"][-1]["content"]
-    assert "[[ ## problem ## ]]\na claim in it is not stated by the evidence it cites" in told
     assert [c.passage_id for c in result.citations] == ["doc-0001", "doc-0007"]
 
 
@@ -293,14 +291,6 @@ def test_a_sentence_whose_figure_its_cited_passage_does_not_state_is_dropped_wit
     assert result.outcome == "answered" and result.answer.startswith("Every six months, as scheduled [1].\n")
     assert "18" not in result.answer
     assert len(model.history) == 4, "understand, generate, generate again, supported"
-    told = model.history[2]["messages"][-1]["content"]
-    assert "[[ ## earlier_answer ## ]]\nEvery 18 months [1]." in told
-    assert (
-        "[[ ## problem ## ]]\n“Every 18 months [1].” states 18, which the evidence it cites does not state"
-        in told
-    ), "the model answers again told which sentence was dropped, and why"
-    again = [e for e in result.trace if e["step"] == "generate"][1]
-    assert again["llm_call"] == "revise" and again["problem"].startswith("“Every 18 months [1].” states 18")
 
 
 def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_passes_in_three_calls():
