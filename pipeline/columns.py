@@ -32,10 +32,10 @@ from dataclasses import dataclass, replace
 
 from pipeline.citations import blank_markers
 from pipeline.figures import as_written, figure_spans, figures, normalise_figure, stated_figures
-from pipeline.quotes import QuoteCandidate
-from pipeline.row_labels import first_cell, is_table_row
+from pipeline.quotes import QuoteCandidate, content_words
+from pipeline.row_labels import first_cell, is_table_row, misplaced_figures
 from pipeline.text import analyze
-from pipeline.types import labelled_cells
+from pipeline.types import header_groups, labelled_cells
 
 _YEAR = re.compile(r"(?<![\d,.$])\b(?:19|20)\d\d\b(?![\d,.]\d)")
 _DAY_OF_MONTH = re.compile(r"\b[A-Z][a-z]+\.?\s+\d{1,2},?\s*")
@@ -47,6 +47,8 @@ _COMPARISON = re.compile(
     re.IGNORECASE,
 )
 _BILLION = re.compile(r"\s*(?:billion|bn)\b", re.IGNORECASE)
+# A caption's words for the unit of its figures, which say nothing of what they are.
+_UNIT_WORDS = content_words("(In millions, thousands, billions, except per share amounts) (Unaudited)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,53 @@ def _under_an_earlier_year(
     return found
 
 
+def figures_for_named_rows(sentence: str, question: str, units: Sequence[QuoteCandidate]) -> list[ColumnFix]:
+    """The right cells for the figures ``sentence`` takes from a row it does not name
+    (:func:`pipeline.row_labels.misplaced_figures`): the cell of the one row it names in the
+    same table (same columns, same group), under the same column, when the sentence or the
+    question names what the table is of (its group or caption: "revenue attributed to its
+    Personal Computing segment was $18,592 million" of a "Revenue" table whose $18,592 is
+    "Productivity and Business Processes" → 13,666, "More Personal Computing"). Empty unless
+    every misplaced figure can be placed so; a table that says only "(In millions)" may be of
+    anything ("$27 million to research and development" of a stock-based compensation table),
+    and its figure is dropped, not moved."""
+    asked = content_words(f"{blank_markers(sentence)}\n{question}")
+    fixes = []
+    for figure, stating, named in misplaced_figures(sentence, question, units):
+        row = stating[0]
+        # A "Total" row the sentence names is the whole the figure is a part of ("total revenue").
+        targets = [
+            u
+            for u in named
+            if u.source == row.source
+            and u.table_header == row.table_header
+            and content_words(first_cell(u)) - {"total"}
+        ]
+        if len(stating) != 1 or len(targets) != 1 or not _table_kind(row) & asked:
+            return []
+        cells = labelled_cells(row.text, row.table_header)
+        column = next((label for label, cell in cells if stated_figures({figure}, figures(cell))), "")
+        cell = dict(labelled_cells(targets[0].text, targets[0].table_header)).get(column, "")
+        if not column or not figures(cell):
+            return []
+        start, end = figure_spans(sentence, {figure}).get(figure, (0, 0))
+        moved = f"{first_cell(row)} → {first_cell(targets[0])}"
+        fixes.append(
+            ColumnFix(figure, as_written(sentence[start:end]) or figure, moved, column, _bare(cell), column)
+        )
+    return fixes
+
+
+def _table_kind(row: QuoteCandidate) -> set[str]:
+    """What a row's table is of, as stemmed words: its group, else its caption, less units."""
+    captions, groups = header_groups(row.table_header)
+    return content_words(groups[-1] if groups else " ".join(captions)) - _UNIT_WORDS
+
+
+def _bare(cell: str) -> str:
+    return cell.replace("$", "").strip()
+
+
 def with_columns_fixed(sentence: str, fixes: Sequence[ColumnFix]) -> str:
     """``sentence`` with each fixed figure written as its right cell; ``fixes`` all have a cell."""
     for fix in fixes:
@@ -176,7 +225,7 @@ def _fix(sentence: str, figure: str, unit: QuoteCandidate, label: str, year: str
     if len(same_kind) != 1 or not figures(same_kind[0][1]):
         return ColumnFix(figure, written, row, label)
     column, cell = same_kind[0]
-    return ColumnFix(figure, written, row, label, cell.replace("$", "").strip(), column)
+    return ColumnFix(figure, written, row, label, _bare(cell), column)
 
 
 def _as_the_sentence_writes(fix: ColumnFix, written: str, after: str) -> str:

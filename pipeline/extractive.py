@@ -8,7 +8,8 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    (:func:`pipeline.figures.unstated_figures`),
    no rise where the cited unit writes the number as a decrease ("a 3% increase" of a
    "Change: (3)%"), no figure of one table row written beside another row's label
-   (:mod:`pipeline.row_labels`), and none from an earlier year's column than the one the
+   (:mod:`pipeline.row_labels`; the named row's cell is put in its place when the table says
+   what it is of), and none from an earlier year's column than the one the
    sentence names (the right column's cell is put in its place: :mod:`pipeline.columns`),
    every name it writes (a capitalised word past the sentence's first, an
    acronym's expansion)
@@ -42,7 +43,12 @@ from typing import Literal
 
 from pipeline.answers import Quote
 from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, cited_numbers
-from pipeline.columns import ColumnFix, figures_from_earlier_columns, with_columns_fixed
+from pipeline.columns import (
+    ColumnFix,
+    figures_for_named_rows,
+    figures_from_earlier_columns,
+    with_columns_fixed,
+)
 from pipeline.context import Passage
 from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
 from pipeline.ordering import split_sentences
@@ -312,6 +318,8 @@ def _judged(
     if any(not fix.cell for fix in fixes):
         return DroppedSentence(sentence, "column", tuple(fix.describe() for fix in fixes)), sentence, fixes
     placed = with_columns_fixed(sentence, fixes)
+    if reading.check_figures and (moved := figures_for_named_rows(placed, reading.question, own_units)):
+        placed, fixes = with_columns_fixed(placed, moved), [*fixes, *moved]
     return _problem(placed, reading), placed, fixes
 
 

@@ -18,6 +18,12 @@ row labelled only "Total" (it sums the rows the sentence names).
 Replayed on the kept sentences of a full SEC dev run (65 questions, embedded model): 3 of 95
 sentences dropped, all three wrong (4 figures); in seven other dev runs (3 SEC, 4 manual-qa)
 none.
+
+Where the sentence names one other row of the same table, and the sentence or the question
+names what the table is of (its caption or group: "Revenue"), the named row's cell under the
+same column is put in the figure's place instead (:func:`pipeline.columns.figures_for_named_rows`):
+replayed on the first drafts of a SEC dev run (26 November), one answer of 65 moved ($18,592
+→ 13,666, "More Personal Computing"), none dropped that was not before.
 """
 
 from __future__ import annotations
@@ -54,10 +60,24 @@ def figures_from_other_rows(sentence: str, question: str, units: Sequence[QuoteC
     passages it cites), none of which it names, while it names another row of ``units``: as
     ``"<figure as written> (<row that states it>)"``. Empty when nothing is misplaced."""
     text = blank_markers(sentence)
+    misplaced = []
+    for figure, stating, _ in misplaced_figures(sentence, question, units):
+        written = written_forms(text, {figure}) or [figure]
+        misplaced.append(f"{written[0]} ({sorted(row_label(u) for u in stating)[0]})")
+    return misplaced
+
+
+def misplaced_figures(
+    sentence: str, question: str, units: Sequence[QuoteCandidate]
+) -> list[tuple[str, list[QuoteCandidate], list[QuoteCandidate]]]:
+    """Each figure :func:`figures_from_other_rows` finds misplaced, with the rows that state it
+    and the rows of ``units`` that ``sentence`` names."""
+    text = blank_markers(sentence)
     words = content_words(text)
     acronyms = {re.sub(r"[^A-Z]", "", a) for a in _ACRONYM.findall(text)}
     labels = {u: row_label(u) for u in units if is_table_row(u)}
-    named = {label for label in labels.values() if _names(label, words, acronyms)}
+    named_rows = [u for u, label in labels.items() if _names(label, words, acronyms)]
+    named = {labels[u] for u in named_rows}
     if not named:
         return []
     stated_by = [(u, figures(u.text)) for u in units]
@@ -69,8 +89,7 @@ def figures_from_other_rows(sentence: str, question: str, units: Sequence[QuoteC
         stating_labels = {labels[u] for u in stating}
         if stating_labels & named or any(_only_a_total(label) for label in stating_labels):
             continue
-        written = written_forms(text, {figure}) or [figure]
-        misplaced.append(f"{written[0]} ({sorted(stating_labels)[0]})")
+        misplaced.append((figure, stating, named_rows))
     return misplaced
 
 

@@ -193,6 +193,39 @@ def test_a_figure_written_beside_another_rows_label_is_dropped():
         assert composed.kind == "answer" and not composed.dropped, right
 
 
+def test_a_figure_from_another_row_of_a_table_the_sentence_names_is_moved_to_the_named_row():
+    """A live SEC dev draft: "$18,592 million" is the "Productivity and Business Processes" cell of
+    a table captioned "Revenue"; the sentence names revenue and the "More Personal Computing"
+    row, so code places that row's cell under the same column (the named "Total" is the whole)."""
+    segments = table(
+        "2023 Q3 MSFT",
+        "(In millions)\nRevenue\n| | Three Months Ended September 30, 2023 "
+        "| Three Months Ended September 30, 2022 |",
+        "| Productivity and Business Processes | $18,592 | $16,465 |",
+        "| More Personal Computing | 13,666 | 13,332 |",
+        "| Total | $56,517 | $50,122 |",
+    )
+    question = (
+        "How much of Microsoft's total revenue was attributed to its Personal Computing segment in Q3 2023?"
+    )
+    moved = compose_answer(
+        question, "Its Personal Computing segment's revenue in Q3 2023 was $18,592 million [1].", segments
+    )
+    assert moved.kind == "answer" and not moved.dropped
+    assert moved.kept == "Its Personal Computing segment's revenue in Q3 2023 was $13,666 million [1]."
+    assert moved.corrected == [
+        "$18,592 → 13,666 (Productivity and Business Processes → More Personal Computing: "
+        "Three Months Ended September 30, 2023 → Three Months Ended September 30, 2023)"
+    ]
+    # Named by neither the sentence nor the question, the table could be of anything: dropped.
+    unnamed = compose_answer(
+        "How much did Microsoft's Personal Computing segment bring in?",
+        "Its Personal Computing segment brought in $18,592 million [1].",
+        segments,
+    )
+    assert [d.reason for d in unnamed.dropped] == ["row"] and unnamed.kind == "quotes"
+
+
 def test_a_row_named_by_another_word_or_a_total_row_is_not_judged():
     """ "Revenue" for a "Total net sales" row is a synonym: no other row of the table is named, so
     code cannot tell the figure is misplaced and lets it through. A "Total" row sums the rows the
