@@ -383,6 +383,27 @@ def test_the_two_units_that_best_match_the_question_are_quoted_from_the_best_doc
     assert "Sales and marketing" not in answer.text and "weather" not in answer.text
 
 
+def test_the_second_best_match_answers_what_the_first_leaves_of_the_question():
+    """SEC dev: asked how operating spending relates to revenue, the operating expenses row is the
+    best match; the next is the revenue row, not another row on operating expenses."""
+    income = table(
+        "2023 Q1 INTC",
+        "(In millions)\n| | Apr 1, 2023 | Apr 2, 2022 |",
+        "| Operating expenses | 5,476 | 4,903 |",
+        "| Operating expenses growth | 12% | 8% |",
+        "| Net revenue | 11,715 | 18,353 |",
+    )
+    evidence = [*income, *passages("Intel had 124,800 employees at quarter end.")]
+    answer = compose_answer(
+        "In Q1 2023, how did Intel's operating expenses relate to its revenue?",
+        "Intel had 124,800 employees [2].",
+        evidence,
+    )
+    assert "Operating expenses — Apr 1, 2023: 5,476" in answer.text
+    assert "Net revenue — Apr 1, 2023: 11,715" in answer.text
+    assert "growth" not in answer.text
+
+
 def test_citations_written_after_the_full_stop_stay_with_their_sentence():
     assert answer_sentences("It rose 5%. [2] It fell later [3].") == ["It rose 5%. [2]", "It fell later [3]."]
 
