@@ -119,20 +119,6 @@ class DroppedSentence:
     detail: tuple[str, ...] = ()
 
 
-# Why code dropped a sentence, as the model is told when it answers again: the same checks,
-# in words, with what each found ("$27 (Cost of revenue)": the row the figure belongs to).
-_WHY_DROPPED = {
-    "figure": "states {detail}, which the evidence it cites does not state",
-    "row": "takes {detail} from another table row than the one it names",
-    "column": "takes {detail} from another period's column than the one it names",
-    "name": "names {detail}, which the evidence does not",
-    "direction": "calls {detail} a rise where the evidence writes a decrease",
-    "negation": "says yes where the evidence that answers the question says no",
-    "says_nothing": "names no specific fact of the evidence (a name, date, figure or item)",
-    "label": "gives a document's title or place as the answer",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class ComposedAnswer:
     """The answer as the user reads it, what it is, what was dropped and the units it quotes."""
@@ -143,17 +129,6 @@ class ComposedAnswer:
     quotes: list[QuoteCandidate]
     dropped: list[DroppedSentence] = field(default_factory=list)
     corrected: list[str] = field(default_factory=list)  # figures code moved to the right column
-
-
-def why_not_kept(dropped: Sequence[DroppedSentence], limit: int = 2) -> str:
-    """What was wrong with a reply none of whose sentences could be kept, in words the model can
-    act on when it answers again (a sentence that only leaned on a dropped one is not named)."""
-    said = [
-        f"“{d.sentence.strip()}” " + _WHY_DROPPED[d.reason].format(detail=", ".join(d.detail))
-        for d in dropped
-        if d.reason in _WHY_DROPPED
-    ]
-    return "; ".join(said[:limit])
 
 
 @dataclass(frozen=True, slots=True)
