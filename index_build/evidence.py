@@ -214,16 +214,17 @@ def document_units(
 
 def without_page_furniture(units: list[EvidenceUnit]) -> list[EvidenceUnit]:
     """``units`` less the running headers and footers of their document; see the module docstring."""
+    keys = [_furniture_key(unit.text) for unit in units]
     pages_of: dict[str, set[int]] = {}
-    for unit in units:
-        pages_of.setdefault(_furniture_key(unit.text), set()).add(unit.page)
+    for key, unit in zip(keys, units, strict=True):
+        pages_of.setdefault(key, set()).add(unit.page)
     document_pages = len({unit.page for unit in units})
     repeated = {
         key
         for key, pages in pages_of.items()
         if len(pages) >= max(FURNITURE_MIN_PAGES, FURNITURE_SHARE * document_pages)
     }
-    return [unit for unit in units if _furniture_key(unit.text) not in repeated]
+    return [unit for key, unit in zip(keys, units, strict=True) if key not in repeated]
 
 
 def _furniture_key(text: str) -> str:

@@ -204,20 +204,13 @@ def with_best_match(
     best: list[QuoteCandidate] = []
     pool = range(1, len(passages) + 1)
     while len(best) < count:
-        # The next best only when it matches the question: the strongest unit of the document is
-        # no answer to it ("When are proposals due?" quoted the co-investigators' limit).
-        # The next best answers what the quoted ones leave of the question first: asked how
-        # operating expenses compare with revenue, the revenue row after the expenses row.
-        found = _best_for_the_rest(question, best, passages, pool, candidates) if best else []
-        found = found or choose_quotes(
-            question,
-            passages,
-            pool,
-            1,
-            strongest_slots=0,
-            fill=False,
-            units=candidates,
-            strongest_when_none_match=not best,
+        # The next best answers first what the quoted ones leave of the question (asked how
+        # operating expenses compare with revenue: the revenue row after the expenses row), and
+        # only when it matches the question: the strongest unit of the document is no answer to
+        # it ("When are proposals due?" quoted the co-investigators' limit).
+        rest = _rest_of_the_question(question, best) if best else ""
+        found = (rest and _best_unit(rest, passages, pool, candidates, strongest_when_none_match=False)) or (
+            _best_unit(question, passages, pool, candidates, strongest_when_none_match=not best)
         )
         if not found:
             break
@@ -232,28 +225,30 @@ def with_best_match(
     return sorted([*chosen, *new], key=lambda c: c.position)
 
 
-def _best_for_the_rest(
-    question: str,
-    quoted: Sequence[QuoteCandidate],
+def _rest_of_the_question(question: str, quoted: Sequence[QuoteCandidate]) -> str:
+    """The words of ``question`` that no ``quoted`` unit (nor its table's header) has, as one text;
+    empty when there are none."""
+    covered = set().union(*(content_words(f"{q.text}\n{q.table_header}") for q in quoted))
+    return " ".join(sorted(term for term in content_words(question) if term not in covered))
+
+
+def _best_unit(
+    text: str,
     passages: Sequence[Passage],
     pool: Collection[int],
     candidates: Sequence[QuoteCandidate],
+    strongest_when_none_match: bool,
 ) -> list[QuoteCandidate]:
-    """The unit of ``pool`` that best matches the words of ``question`` that no ``quoted`` unit
-    (nor its table's header) has; empty when there are none, or nothing matches them."""
-    covered = set().union(*(content_words(f"{q.text}\n{q.table_header}") for q in quoted))
-    rest = [term for term in content_words(question) if term not in covered]
-    if not rest:
-        return []
+    """The one unit of the passages in ``pool`` that best matches ``text`` (see :func:`choose_quotes`)."""
     return choose_quotes(
-        " ".join(sorted(rest)),
+        text,
         passages,
         pool,
         1,
         strongest_slots=0,
         fill=False,
         units=candidates,
-        strongest_when_none_match=False,
+        strongest_when_none_match=strongest_when_none_match,
     )
 
 

@@ -65,16 +65,18 @@ def same_rows_elsewhere(
     ]
     room = {True: limit, False: statements}  # by whether the unit is a table row
     for quote in quoted:
-        label = _label_words(quote)
+        label, row = _label_words(quote), is_table_row(quote)
+        if not label:
+            continue
         documents = {q.source for q in chosen if _label_words(q) == label}
         for unit, unit_label, stated in candidates:
-            if not label or not room[is_table_row(quote)]:
+            if not room[row]:
                 break
             if unit_label == label and unit.source not in documents and not stated <= quoted_figures:
                 chosen.append(unit)
                 documents.add(unit.source)
                 quoted_figures |= stated
-                room[is_table_row(quote)] -= 1
+                room[row] -= 1
     return sorted(chosen, key=lambda q: q.position)
 
 
