@@ -59,6 +59,7 @@ from pipeline.quotes import (
     with_best_match,
     with_strongest_unit,
 )
+from pipeline.ratios import derived_ratio
 from pipeline.row_labels import figures_from_other_rows
 from pipeline.same_rows import same_rows_elsewhere
 from pipeline.text import analyze
@@ -198,8 +199,11 @@ def compose_answer(
     )
     quotes = with_best_match(question, with_strongest_unit(answering, passages, units), passages, units)
     quotes = same_rows_elsewhere(question, quotes, units)
+    derivation, quotes = _with_derived_ratio(question, quotes, units)
+    if derivation:  # a share code derived from two cited cells answers what it asks
+        kept_text = "\n".join([kept_text, derivation]).strip()
     lines = _quote_lines(quotes)
-    if kept:
+    if kept_text:
         return ComposedAnswer(
             "\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped, corrected
         )
@@ -215,7 +219,9 @@ def quoted_evidence(
     every = range(1, len(passages) + 1)
     quotes = choose_quotes(question, passages, every, limit, strongest_slots=0, fill=False, units=units)
     quotes = same_rows_elsewhere(question, quotes, units)
-    return ComposedAnswer("\n".join([lead, *_quote_lines(quotes)]), "quotes", "", quotes)
+    derivation, quotes = _with_derived_ratio(question, quotes, units)
+    lines = [lead, derivation, *_quote_lines(quotes)] if derivation else [lead, *_quote_lines(quotes)]
+    return ComposedAnswer("\n".join(lines), "quotes", "", quotes)
 
 
 def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) -> bool:
@@ -382,6 +388,18 @@ def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[
     """Whether the unit that best matches the question, among those cited, negates."""
     best = choose_quotes(question, reading.passages, cited, limit=1, units=reading.units)
     return bool(best) and bool(_NEGATION.search(best[0].text))
+
+
+def _with_derived_ratio(
+    question: str, quotes: list[QuoteCandidate], units: Sequence[QuoteCandidate]
+) -> tuple[str, list[QuoteCandidate]]:
+    """The share the question asks for, derived by code (:mod:`pipeline.ratios`), and ``quotes``
+    with the two rows it divides; ``("", quotes)`` when there is none."""
+    ratio = derived_ratio(question, units)
+    if ratio is None:
+        return "", quotes
+    rows = [row for row in (ratio.part, ratio.whole) if all(row.text != q.text for q in quotes)]
+    return ratio.line(), sorted([*quotes, *rows], key=lambda q: q.position)
 
 
 def _quote_lines(quotes: Sequence[QuoteCandidate]) -> list[str]:

@@ -40,6 +40,7 @@ from evaluation.retrieval import percentile
 from pipeline.answers import AgentAnswer, Citation
 from pipeline.citations import cited_numbers
 from pipeline.figures import all_numbers, figures, stated_figures
+from pipeline.ratios import derived_figures
 from programs.agent import number_passages
 from server.service import open_service
 from server.settings import Settings
@@ -150,7 +151,7 @@ def _unstated_in_answer(answer: AgentAnswer) -> set[str]:
     """Figures of a verified answer's text that none of the passages it was written from states."""
     if answer.outcome != "answered":
         return set()
-    wanted = figures(answer.answer)
+    wanted = figures(answer.answer) - derived_figures(answer.answer)
     return wanted - stated_figures(wanted, all_numbers("\n".join(answer.context)))
 
 

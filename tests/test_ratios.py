@@ -1,0 +1,96 @@
+"""A share the question asks for is divided by code, from two cells of one table, inputs shown."""
+
+from __future__ import annotations
+
+from evaluation.benchmarks.answers import _unstated_in_answer
+from pipeline.answers import AgentAnswer
+from pipeline.context import ContextPiece, Passage
+from pipeline.extractive import compose_answer, quoted_evidence
+from pipeline.quotes import quote_candidates
+from pipeline.ratios import derived_figures, derived_ratio
+from pipeline.types import Chunk, EvidenceUnit
+
+HEADER = (
+    "(In millions)\n"
+    "| | Three Months Ended July 1, 2023 | Three Months Ended June 25, 2022 |"
+    " Nine Months Ended July 1, 2023 | Nine Months Ended June 25, 2022 |"
+)
+ROWS = [  # an income statement's rows, under their groups
+    ("Net sales:", "| Products | 60,584 | 63,355 | 230,901 | 245,241 |"),
+    ("Net sales:", "| Services | 21,213 | 19,604 | 62,886 | 58,941 |"),
+    ("", "| Total net sales | 81,797 | 82,959 | 293,787 | 304,182 |"),
+    ("Cost of sales:", "| Services | 6,248 | 5,589 | 18,370 | 16,411 |"),
+    ("Operating expenses:", "| Research and development | 7,442 | 6,797 | 22,608 | 19,490 |"),
+    ("Operating expenses:", "| Total operating expenses | 13,415 | 12,809 | 41,176 | 38,093 |"),
+    ("", "| Other income/(expense), net | (265) | (10) | (329) | (97) |"),
+]
+
+
+def income_statement(rows: list[tuple[str, str]] = ROWS) -> list[Passage]:
+    chunk = Chunk(
+        "q3-0000", "q3", "docs", "/docs/2023 Q3 AAPL.pdf", "2023 Q3 AAPL", ("Statements",), (4, 4), "", "h"
+    )
+    units = [
+        EvidenceUnit(f"q3-0000/{i:03}", chunk.chunk_id, "q3", "row", row, 4, HEADER, group)
+        for i, (group, row) in enumerate(rows)
+    ]
+    return [Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))]
+
+
+def test_a_share_of_the_total_is_divided_by_code_in_the_latest_years_column():
+    answer = compose_answer(
+        "What percentage of the company's total revenue did the Services segment contribute in Q3 2023?",
+        "The Services segment contributed 18.37% of total revenue [1].",  # the model divided wrongly
+        income_statement(),
+    )
+    derivation = "Services / Total net sales, Three Months Ended July 1, 2023: 21,213 / 81,797 = 25.9 % [1]"
+    assert answer.kind == "answer" and answer.kept == derivation, "the sales row, not cost of sales'"
+    assert [d.reason for d in answer.dropped] == ["figure"]
+    assert "“Total net sales — Three Months Ended July 1, 2023: 81,797" in answer.text, "both inputs quoted"
+
+
+def test_two_quantities_compared_give_the_smaller_as_a_share_of_the_larger():
+    units = quote_candidates(income_statement())
+    ratio = derived_ratio("How did operating expenses compare to revenue in the quarter?", units)
+    assert ratio is not None
+    assert ratio.line() == (
+        "Total operating expenses / Total net sales, Three Months Ended July 1, 2023: "
+        "13,415 / 81,797 = 16.4 % [1]"
+    )
+
+
+def test_no_share_is_derived_unless_asked_for_and_of_two_named_plain_amounts():
+    units = quote_candidates(income_statement())
+    assert derived_ratio("What were total net sales and services sales in Q3 2023?", units) is None, (
+        "not asked"
+    )
+    assert derived_ratio("What share of net sales came from the iPhone?", units) is None, "no iPhone row"
+    only_percentages = [(g, r.replace(" |", " % |")) for g, r in ROWS]
+    assert (
+        derived_ratio(
+            "What share of total net sales were services?",
+            quote_candidates(income_statement(only_percentages)),
+        )
+        is None
+    )
+    assert derived_ratio("How does other income compare to total net sales?", units) is None, "(265): a loss"
+
+
+def test_the_evidence_quoted_when_no_draft_passed_shows_the_share_too():
+    closest = quoted_evidence(
+        "What proportion of total net sales did Services make up?", income_statement(), "The documents say:"
+    )
+    assert closest.text.split("\n")[1].endswith("21,213 / 81,797 = 25.9 % [1]")
+
+
+def test_a_derived_share_counts_as_stated_only_when_its_division_is_right():
+    assert derived_figures("Services / Total net sales, Q3: 21,213 / $81,797 = 25.9 % [1]") == {"25.9"}
+    assert derived_figures("Services / Total net sales, Q3: 21,213 / 81,797 = 30.0 % [1]") == set()
+    assert derived_figures("Services were 25.9 % of net sales [1].") == set(), "no inputs shown"
+    right = AgentAnswer(
+        "Services: 21,213 / 81,797 = 25.9 % [1]", "answered", [], {}, "q", None, [], [], ["21,213 81,797"]
+    )
+    wrong = AgentAnswer(
+        "Services: 21,213 / 81,797 = 26.9 % [1]", "answered", [], {}, "q", None, [], [], ["21,213 81,797"]
+    )
+    assert _unstated_in_answer(right) == set() and _unstated_in_answer(wrong) == {"26.9"}
