@@ -59,7 +59,7 @@ from pipeline.quotes import (
     with_best_match,
     with_strongest_unit,
 )
-from pipeline.ratios import derived_ratio
+from pipeline.ratios import derived_ratio, printed_shares
 from pipeline.row_labels import figures_from_other_rows
 from pipeline.same_rows import same_rows_elsewhere
 from pipeline.text import analyze
@@ -396,10 +396,9 @@ def _with_derived_ratio(
     """The share the question asks for, derived by code (:mod:`pipeline.ratios`), and ``quotes``
     with the two rows it divides; ``("", quotes)`` when there is none."""
     ratio = derived_ratio(question, units)
-    if ratio is None:
-        return "", quotes
-    rows = [row for row in (ratio.part, ratio.whole) if all(row.text != q.text for q in quotes)]
-    return ratio.line(), sorted([*quotes, *rows], key=lambda q: q.position)
+    rows = printed_shares(question, units) + ([ratio.part, ratio.whole] if ratio else [])
+    new = [row for row in dict.fromkeys(rows) if all(row.text != q.text for q in quotes)]
+    return (ratio.line() if ratio else ""), sorted([*quotes, *new], key=lambda q: q.position)
 
 
 def _quote_lines(quotes: Sequence[QuoteCandidate]) -> list[str]:

@@ -7,7 +7,8 @@ from pipeline.answers import AgentAnswer
 from pipeline.context import ContextPiece, Passage
 from pipeline.extractive import compose_answer, quoted_evidence
 from pipeline.quotes import quote_candidates
-from pipeline.ratios import derived_figures, derived_ratio
+from pipeline.ratios import derived_figures, derived_ratio, printed_shares
+from pipeline.row_labels import first_cell
 from pipeline.types import Chunk, EvidenceUnit
 
 HEADER = (
@@ -74,6 +75,35 @@ def test_no_share_is_derived_unless_asked_for_and_of_two_named_plain_amounts():
         is None
     )
     assert derived_ratio("How does other income compare to total net sales?", units) is None, "(265): a loss"
+
+
+def test_a_share_the_document_prints_is_quoted_with_the_row_above_it():
+    header = "($ in millions)\n| | 2023 | 2022 | Change |"
+    rows = [
+        ("| Research and development expenses | $1,875 | $1,618 | 16 % |", ""),
+        ("| % of net revenue | 26.1 % | 19.5 % |", ""),
+        ("| Total operating expenses | $2,508 | $3,563 | (30)% |", ""),
+        ("| % of net revenue | 34.9 % | 42.9 % |", ""),
+    ]
+    chunk = Chunk(
+        "q1-0007", "q1", "docs", "/docs/2023 Q1 NVDA.pdf", "2023 Q1 NVDA", ("Opex",), (30, 30), "", "h"
+    )
+    units = [
+        EvidenceUnit(f"q1-0007/{i:03}", chunk.chunk_id, "q1", "row", row, 30, header, group)
+        for i, (row, group) in enumerate(rows)
+    ]
+    passages = [Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))]
+    answer = compose_answer(
+        "How did operating expenses compare to revenue in Q1 2023?",
+        "Operating expenses were $2,508 million [1].",
+        passages,
+    )
+    assert "“% of net revenue | 34.9 % | 42.9 %” [1]" in answer.text
+    shares = printed_shares("How did operating expenses compare to revenue?", quote_candidates(passages))
+    assert [first_cell(u) for u in shares] == ["Total operating expenses", "% of net revenue"], (
+        "not the share under research and development, which the question does not name"
+    )
+    assert printed_shares("What were operating expenses?", quote_candidates(passages)) == [], "no share asked"
 
 
 def test_the_evidence_quoted_when_no_draft_passed_shows_the_share_too():
