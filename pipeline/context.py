@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -244,10 +244,25 @@ def whole_passages(hits: Sequence[SearchHit]) -> list[Passage]:
 
 @dataclass(frozen=True, slots=True)
 class Retrieved:
-    """What a retrieval hands the agent: numbered passages, and details for the trace."""
+    """What a retrieval hands the agent: numbered passages, and details for the trace; ``more``:
+    evidence beyond the LLM's budget that the answer may quote (:func:`quotable`)."""
 
     passages: list[Passage]
     details: dict[str, Any] = field(default_factory=dict)
+    more: list[Passage] = field(default_factory=list)
+
+
+def quotable(read: Sequence[Passage], more: Sequence[Passage]) -> list[Passage]:
+    """``read`` (the passages the LLM read, numbered from 1) and after them the pieces of ``more``
+    that ``read`` lacks, by chunk: the evidence an answer may quote, numbered so that the LLM's
+    citations keep their meaning."""
+    seen = {piece.key for passage in read for piece in passage.pieces}
+    extra = []
+    for passage in more:
+        pieces = tuple(piece for piece in passage.pieces if piece.key not in seen)
+        if pieces:
+            extra.append(replace(passage, pieces=pieces))
+    return [*read, *extra]
 
 
 def _reading_order(piece: ContextPiece) -> str:

@@ -155,13 +155,16 @@ def compose_answer(
     passages: Sequence[Passage],
     lead_quotes: int = LEAD_QUOTES,
     check_figures: bool = True,
+    read: int | None = None,
 ) -> ComposedAnswer:
     """The extractive-first answer built from the model's ``reply``; see the module docstring.
 
     Without ``check_figures`` a figure no cited unit states is let through (names, negations
-    and saying something new are still checked).
+    and saying something new are still checked). The model read the first ``read`` passages
+    (all by default); the others may be quoted, never cited by the model.
     """
-    cited = cited_numbers(reply, len(passages))
+    model_read = passages if read is None else passages[:read]
+    cited = cited_numbers(reply, len(model_read))
     sentences = answer_sentences(reply)
     if sentences and says_documents_do_not_answer(sentences[0]):  # later, it qualifies an answer
         nearest = choose_quotes(None, passages, (), limit=2)
@@ -169,7 +172,7 @@ def compose_answer(
         return ComposedAnswer(text, "not_in_documents", "", nearest)
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
     units = quote_candidates(passages)
-    reading = _Reading(question, passages, evidence, units, cited, check_figures)
+    reading = _Reading(question, model_read, evidence, units, cited, check_figures)
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
     corrected: list[str] = []
@@ -183,11 +186,11 @@ def compose_answer(
         else:
             dropped.append(problem)
     kept_text = " ".join(kept)
-    kept_evidence = [evidence[n] for n in sorted(cited_numbers(kept_text, len(passages)) or cited)]
+    kept_evidence = [evidence[n] for n in sorted(cited_numbers(kept_text, len(model_read)) or cited)]
     if kept and says_nothing_new(kept_text, question, kept_evidence):
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
-    kept_cited = cited_numbers(kept_text, len(passages)) or cited
+    kept_cited = cited_numbers(kept_text, len(model_read)) or cited
     answering = choose_quotes(
         f"{question}\n{kept_text}",
         passages,
@@ -197,7 +200,9 @@ def compose_answer(
         fill=False,
         units=units,
     )
-    quotes = with_best_match(question, with_strongest_unit(answering, passages, units), passages, units)
+    read_units = [u for u in units if u.n <= len(model_read)]
+    strongest = with_strongest_unit(answering, model_read, read_units)
+    quotes = with_best_match(question, strongest, model_read, read_units)
     quotes = same_rows_elsewhere(question, quotes, units)
     derivation, quotes = _with_derived_ratio(question, quotes, units)
     if derivation:  # a share code derived from two cited cells answers what it asks
@@ -211,13 +216,24 @@ def compose_answer(
 
 
 def quoted_evidence(
-    question: str, passages: Sequence[Passage], lead: str, limit: int = LEAD_QUOTES
+    question: str, passages: Sequence[Passage], lead: str, limit: int = LEAD_QUOTES, read: int | None = None
 ) -> ComposedAnswer:
     """The evidence that best matches the question, quoted under ``lead``: what the user gets
-    when no answer of the model's could be verified."""
+    when no answer of the model's could be verified. The best matches come from the first
+    ``read`` passages (those the search ranked for the model; all by default), the same rows
+    of other periods and the shares derived by code from all."""
     units = quote_candidates(passages)
-    every = range(1, len(passages) + 1)
-    quotes = choose_quotes(question, passages, every, limit, strongest_slots=0, fill=False, units=units)
+    model_read = passages if read is None else passages[:read]
+    best = range(1, len(model_read) + 1)
+    quotes = choose_quotes(
+        question,
+        model_read,
+        best,
+        limit,
+        strongest_slots=0,
+        fill=False,
+        units=[u for u in units if u.n in best],
+    )
     quotes = same_rows_elsewhere(question, quotes, units)
     derivation, quotes = _with_derived_ratio(question, quotes, units)
     lines = [lead, derivation, *_quote_lines(quotes)] if derivation else [lead, *_quote_lines(quotes)]

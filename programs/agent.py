@@ -46,7 +46,7 @@ import dspy
 
 from pipeline.answers import AgentAnswer, Citation, Outcome, Quote, StatusSink, TokenSink
 from pipeline.citations import MARKERS_AFTER, citation_link, cited_numbers, has_markers, marker
-from pipeline.context import Passage, Retrieved
+from pipeline.context import Passage, Retrieved, quotable
 from pipeline.domains import DomainChoice
 from pipeline.errors import LLMUnavailableError, UnreadableReplyError
 from pipeline.extractive import ComposedAnswer, compose_answer, in_the_documents_words, quoted_evidence
@@ -283,6 +283,7 @@ class _Run:
         self.question = ""
         self.domain: str | None = None
         self.best: list[Passage] = []
+        self.more: list[Passage] = []  # the latest retrieval's evidence beyond the LLM's budget
         self.generated: Conversation | None = None  # the last generate call, which the check continues
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
@@ -455,11 +456,12 @@ class _Run:
             else:
                 generated.add(attempt)
                 reply = await self._cite_figure_sources(await self._generate(passages), passages)
-                composed = await self._compose(reply, passages)
+                evidence = quotable(passages, self.more)
+                composed = await self._compose(reply, evidence, read=len(passages))
                 if composed.kind == "not_in_documents":
-                    return await self.composed_result(composed, "not_in_documents", passages)
+                    return await self.composed_result(composed, "not_in_documents", evidence)
                 if composed.kind == "answer" and await self._checks(composed, passages):
-                    return await self.composed_result(composed, "answered", passages)
+                    return await self.composed_result(composed, "answered", evidence)
                 failed += 1
                 if failed >= MAX_FAILED_ANSWERS:
                     break
@@ -474,8 +476,9 @@ class _Run:
             problem = "the answer was not supported by the passages or did not answer the question"
             retried = await self._retrieve_and_grade([await self._transform(problem)], "hybrid")
             passages = retried or passages
-        best = self.best or passages
-        closest = quoted_evidence(self.question, best, UNVERIFIED)
+        read = self.best or passages
+        best = quotable(read, self.more)
+        closest = quoted_evidence(self.question, best, UNVERIFIED, read=len(read))
         await self.step(Step.QUOTE_EVIDENCE, reason=f"{failed} draft(s) failed the checks")
         return await self.composed_result(closest, "unverified", best)
 
@@ -492,10 +495,11 @@ class _Run:
             ],
         )
 
-    async def _compose(self, reply: str, passages: list[Passage]) -> ComposedAnswer:
-        """The extractive-first answer (:mod:`pipeline.extractive`), its making in the trace."""
+    async def _compose(self, reply: str, passages: list[Passage], read: int) -> ComposedAnswer:
+        """The extractive-first answer (:mod:`pipeline.extractive`) from ``passages``, the LLM
+        having read the first ``read``; its making in the trace."""
         composed = compose_answer(
-            self.question, reply, passages, check_figures=self.agent.settings.figure_check
+            self.question, reply, passages, check_figures=self.agent.settings.figure_check, read=read
         )
         await self.step(
             Step.COMPOSE,
@@ -628,6 +632,7 @@ class _Run:
         self, queries: list[str], mode: str, step: Step = Step.RETRIEVE
     ) -> list[Passage]:
         retrieved = await self.retrieve(queries, self.domain, mode)
+        self.more = retrieved.more or self.more
         await self.step(
             step,
             queries=queries,

@@ -52,6 +52,13 @@ class AgentSettings(BaseModel):
         description="Token budget (embedder tokens, passage labels included) of the evidence the answering "
         "LLM reads; the embedded model's 4,096-token window and speed set the default.",
     )
+    quote_context_tokens: int = Field(
+        2000,
+        ge=0,
+        description="Token budget (as context_tokens) of the evidence an answer may quote, the LLM's "
+        "included: the same rows of other periods, and the shares code derives, may come from evidence "
+        "the LLM did not read (it costs no LLM time); at or below context_tokens, only what it read.",
+    )
     history_turns: int = Field(6, ge=0, le=50, description="Earlier turns given to the condense step.")
     program_path: Path | None = Field(
         None,

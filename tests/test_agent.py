@@ -598,3 +598,20 @@ def test_own_words_count_the_passage_title_and_headings_the_model_read():
     model = lm({"answer": answer, "sources": [1]})
     result, _ = run(agent, model, ScriptedRetriever([SearchHit(titled, 0.9)]))
     assert len(model.history) == 1 and result.verdicts["supported"] == "code"
+
+
+def test_the_answer_quotes_the_same_rows_of_evidence_the_model_did_not_read():
+    from tests.test_same_rows import QUARTERS
+
+    class WiderRetriever:
+        async def __call__(self, queries, domain, mode):
+            return Retrieved([QUARTERS[0]], more=list(QUARTERS))
+
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
+    model = lm({"answer": "AWS net sales rose to $23,059 million [1].", "sources": [1]}, {"supported": "yes"})
+    result, _ = run(agent, model, WiderRetriever(), "How has AWS revenue changed over the quarters?")
+    assert result.outcome == "answered"
+    prompt = str(model.history[0]["messages"])
+    assert "23,059" in prompt and "22,140" not in prompt, "the model reads only its own budget"
+    assert "22,140" in result.answer and "21,354" in result.answer
+    assert {c.passage_id for c in result.citations} == {p.chunk.chunk_id for p in QUARTERS}

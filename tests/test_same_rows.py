@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.context import ContextPiece, Passage
+from pipeline.context import ContextPiece, Passage, quotable
 from pipeline.extractive import compose_answer, quoted_evidence
 from pipeline.quotes import quote_candidates
 from pipeline.same_rows import same_rows_elsewhere
@@ -133,3 +133,26 @@ def test_a_sentence_with_a_figure_brings_the_same_statement_of_the_other_periods
     assert same_rows_elsewhere("How much stock did Apple repurchase in Q3 2023?", [latest], units) == [latest]
     one = same_rows_elsewhere("How much stock has Apple repurchased?", [latest], units, statements=1)
     assert one == [latest, units[1]]
+
+
+def test_evidence_the_model_did_not_read_is_quoted_for_its_rows_never_cited_by_the_model():
+    """The agent quotes from a wider selection than the model reads (``agent.quote_context_tokens``):
+    another period's same row may stand only there, and the model cannot cite what it did not read."""
+    read, unread = QUARTERS[:1], QUARTERS[1:]
+    evidence = quotable(read, [*QUARTERS[:1], *unread])
+    assert evidence == QUARTERS, "what the model read keeps its numbers, nothing is repeated"
+    answer = compose_answer(
+        "How has AWS revenue changed over the quarters?",
+        "AWS net sales rose to $23,059 million [1]. In Q1 2023 they were $21,354 million [3].",
+        evidence,
+        read=1,
+    )
+    assert answer.kept == "AWS net sales rose to $23,059 million [1]."
+    assert [d.reason for d in answer.dropped] == ["figure"], "[3] was not read: its figure is unstated"
+    assert {q.n for q in answer.quotes} == {1, 2, 3}, "the same rows of the unread periods are quoted"
+    closest = quoted_evidence("What were AWS net sales?", evidence, "Closest:", read=1)
+    assert {q.n for q in closest.quotes} == {1, 2, 3}
+    best_only = quoted_evidence("What were AWS net sales in Q2 2023?", evidence, "Closest:", read=1)
+    assert {q.n for q in best_only.quotes} == {1}, (
+        "the best match is chosen among what the search ranked first"
+    )
