@@ -27,7 +27,11 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`) and the two
    units that best match the question (:func:`pipeline.quotes.with_best_match`), and, for a
    question that names no period, the same table rows (and notes) in the context's other documents
-   (:mod:`pipeline.same_rows`). Nothing quoted is ever retyped by the model.
+   (:mod:`pipeline.same_rows`). Nothing quoted is ever retyped by the model;
+4. a share the question asks for ("what percentage of revenue …") is divided by code from two
+   rows of the evidence, its inputs shown (:mod:`pipeline.ratios`), after the model's kept
+   sentences or alone when none was kept. The same rows and a share's rows may come from evidence the
+   model did not read (the agent quotes from a wider selection than its prompt holds).
 
 A reply that opens by saying the documents do not answer is kept as such, with the nearest
 evidence quoted, so that the user sees why (said later, it qualifies an answer and is kept).
@@ -191,16 +195,16 @@ def compose_answer(
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
     kept_cited = cited_numbers(kept_text, len(model_read)) or cited
+    read_units = [u for u in units if u.n <= len(model_read)]
     answering = choose_quotes(
         f"{question}\n{kept_text}",
-        passages,
+        model_read,
         kept_cited,
         lead_quotes,
         strongest_slots=0,
         fill=False,
-        units=units,
+        units=read_units,
     )
-    read_units = [u for u in units if u.n <= len(model_read)]
     strongest = with_strongest_unit(answering, model_read, read_units)
     quotes = with_best_match(question, strongest, model_read, read_units)
     quotes = same_rows_elsewhere(question, quotes, units)

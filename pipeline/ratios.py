@@ -87,8 +87,9 @@ def asks_for_a_ratio(question: str) -> bool:
 
 
 def derived_ratio(question: str, units: Sequence[QuoteCandidate]) -> Ratio | None:
-    """The share the question asks for, from two rows of one table among ``units`` that it names
-    (see the module docstring); None when it asks for none or no such pair is found. Of several
+    """The share the question asks for, from two rows among ``units`` that it names, of one
+    document under the same caption and column labels (see the module docstring); None when it
+    asks for none or no such pair is found. Of several
     pairs, the one whose labels name most of the question's words, then the first in reading
     order."""
     if not asks_for_a_ratio(question):
