@@ -13,7 +13,7 @@ and heading; pieces of one chunk are shown together as one numbered passage.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -244,12 +244,16 @@ def whole_passages(hits: Sequence[SearchHit]) -> list[Passage]:
 
 @dataclass(frozen=True, slots=True)
 class Retrieved:
-    """What a retrieval hands the agent: numbered passages, and details for the trace; ``more``:
-    evidence beyond the LLM's budget that the answer may quote (:func:`quotable`)."""
+    """What a retrieval hands the agent: numbered passages, and details for the trace.
+
+    ``widen``, when set, selects from the same hits under a larger budget: evidence beyond the
+    LLM's that the answer may quote (:func:`quotable`). It is called apart, so that the wider
+    selection runs while the LLM reads and delays neither the first evidence nor the answer.
+    """
 
     passages: list[Passage]
     details: dict[str, Any] = field(default_factory=dict)
-    more: list[Passage] = field(default_factory=list)
+    widen: Callable[[], Awaitable[list[Passage]]] | None = None
 
 
 def quotable(read: Sequence[Passage], more: Sequence[Passage]) -> list[Passage]:

@@ -260,6 +260,8 @@ class AnswerAgent(dspy.Module):
                 retrieved = await retrieve([run.question or message], run.domain, "hybrid")
                 run.best = _grade(retrieved.passages, self.settings.grade_threshold)
             return run.result(LLM_UNAVAILABLE, "llm_unavailable", run.best)
+        finally:
+            run.stop_widening()
 
 
 class _Run:
@@ -283,7 +285,10 @@ class _Run:
         self.question = ""
         self.domain: str | None = None
         self.best: list[Passage] = []
-        self.more: list[Passage] = []  # the latest retrieval's evidence beyond the LLM's budget
+        # The latest retrieval's evidence beyond the LLM's budget, selected while the LLM reads.
+        self.widen: Callable[[], Awaitable[list[Passage]]] | None = None
+        self.widening: asyncio.Task[list[Passage]] | None = None
+        self.more: list[Passage] = []
         self.generated: Conversation | None = None  # the last generate call, which the check continues
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
@@ -455,8 +460,9 @@ class _Run:
                 await self.step(Step.GENERATE_SKIPPED, reason="these passages were already tried")
             else:
                 generated.add(attempt)
+                self.start_widening()
                 reply = await self._cite_figure_sources(await self._generate(passages), passages)
-                evidence = quotable(passages, self.more)
+                evidence = quotable(passages, await self.wider_evidence())
                 composed = await self._compose(reply, evidence, read=len(passages))
                 if composed.kind == "not_in_documents":
                     return await self.composed_result(composed, "not_in_documents", evidence)
@@ -477,10 +483,32 @@ class _Run:
             retried = await self._retrieve_and_grade([await self._transform(problem)], "hybrid")
             passages = retried or passages
         read = self.best or passages
-        best = quotable(read, self.more)
+        best = quotable(read, await self.wider_evidence())
         closest = quoted_evidence(self.question, best, UNVERIFIED, read=len(read))
         await self.step(Step.QUOTE_EVIDENCE, reason=f"{failed} draft(s) failed the checks")
         return await self.composed_result(closest, "unverified", best)
+
+    def start_widening(self) -> None:
+        """Starts the latest retrieval's wider selection (:attr:`Retrieved.widen`), once the
+        evidence is shown: it runs while the LLM reads."""
+        if self.widen is not None:
+            self.widening = asyncio.create_task(self.widen())
+            self.widen = None
+
+    async def wider_evidence(self) -> list[Passage]:
+        """The latest retrieval's wider selection, once it is ready."""
+        self.start_widening()
+        if self.widening is not None:
+            self.more = await self.widening
+            self.widening = None
+        return self.more
+
+    def stop_widening(self) -> None:
+        """Drops a wider selection no answer will quote (a new retrieval's, or the run is over)."""
+        self.widen = None
+        if self.widening is not None:
+            self.widening.cancel()
+            self.widening = None
 
     async def _show_evidence(self, passages: list[Passage]) -> None:
         """The strongest evidence, as soon as it is found (before the LLM has read its prompt):
@@ -632,7 +660,9 @@ class _Run:
         self, queries: list[str], mode: str, step: Step = Step.RETRIEVE
     ) -> list[Passage]:
         retrieved = await self.retrieve(queries, self.domain, mode)
-        self.more = retrieved.more or self.more
+        if retrieved.widen is not None:
+            self.stop_widening()
+            self.widen = retrieved.widen
         await self.step(
             step,
             queries=queries,

@@ -605,7 +605,10 @@ def test_the_answer_quotes_the_same_rows_of_evidence_the_model_did_not_read():
 
     class WiderRetriever:
         async def __call__(self, queries, domain, mode):
-            return Retrieved([QUARTERS[0]], more=list(QUARTERS))
+            async def widen():
+                return list(QUARTERS)
+
+            return Retrieved([QUARTERS[0]], widen=widen)
 
     agent = AnswerAgent(DOMAINS, understand_first_turn=False)
     model = lm({"answer": "AWS net sales rose to $23,059 million [1].", "sources": [1]}, {"supported": "yes"})

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from index_build.snapshot import IndexSnapshot
 from pipeline.answers import LOCAL_CALLER, AgentAnswer, AskResult, Caller, StatusSink, TokenSink
-from pipeline.context import ContextConfig, Retrieved
+from pipeline.context import Passage, Retrieved
 from pipeline.documents import DocumentScope
 from pipeline.steps import Step
 from programs.saved import ProgramInfo, load_program
 from server.core.access import Access, require_scope
 from server.core.live_index import LiveIndex
-from server.core.search import Searcher, SearchResult
+from server.core.search import Searcher
 from server.models.language_model import LanguageModel
 from server.runtime.logs import current_request_id
 from server.runtime.metrics import Metrics
@@ -244,31 +244,30 @@ class Asker:
         quote_context = self.settings.context.model_copy(update={"budget_tokens": agent.quote_context_tokens})
         question_scope: list[DocumentScope] = []
 
-        async def search(
-            queries: Sequence[str], domain: str | None, mode: str, context: ContextConfig
-        ) -> SearchResult:
-            return await self.searcher.search(
+        async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:
+            result = await self.searcher.search(
                 queries[0],
                 variants=list(queries[1:]),
                 mode=mode,
                 collections=collections,
                 domain=domain,
-                context=context if mode != "sparse" else None,
+                context=agent_context if mode != "sparse" else None,
                 pinned=snapshot,  # an index swap mid-question must not mix two versions in one answer
                 # A rewritten query that names no document keeps the documents the question named.
                 scope=question_scope[0] if question_scope else None,
                 admitted=True,
             )
-
-        async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:
-            result = await search(queries, domain, mode, agent_context)
             if not question_scope and result.scope.documents is not None:
                 question_scope.append(result.scope)
             retrieved = self.searcher.passages_of(result, snapshot)
             if mode == "sparse" or agent.quote_context_tokens <= agent.context_tokens:
                 return retrieved
-            wider = self.searcher.passages_of(await search(queries, domain, mode, quote_context), snapshot)
-            return replace(retrieved, more=wider.passages)
+
+            async def widen() -> list[Passage]:
+                wider = await self.searcher.assemble_context(result, quote_context, pinned=snapshot)
+                return self.searcher.passages_of(replace(result, context=wider), snapshot).passages
+
+            return replace(retrieved, widen=widen)
 
         return retrieve
 

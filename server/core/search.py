@@ -170,11 +170,14 @@ class Searcher:
         # Query encoding, BM25 scoring and reranking are CPU-bound: keep them off the event loop.
         return await self.pool.run(run, admitted=admitted)
 
-    async def assemble_context(self, result: SearchResult, context: ContextConfig) -> Context:
-        """Select and order ``result``'s hits into an LLM context, without searching again."""
+    async def assemble_context(
+        self, result: SearchResult, context: ContextConfig, pinned: IndexSnapshot | None = None
+    ) -> Context:
+        """Select and order ``result``'s hits into an LLM context, without searching again (from
+        the ``pinned`` index version the search read, when given)."""
 
         def run() -> Context:
-            return self._assemble(self.index.current(), result, context)
+            return self._assemble(pinned or self.index.current(), result, context)
 
         return await asyncio.to_thread(run)
 
