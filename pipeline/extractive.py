@@ -25,7 +25,8 @@ announced a major acquisition [1]"). So the answer a user reads is built by code
    their citation numbers (a table row as its cells beside their column labels), chosen by
    :func:`pipeline.quotes.choose_quotes` from the passages the model cited, beside the
    strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`) and the two
-   units that best match the question (:func:`pipeline.quotes.with_best_match`), and, for a
+   units that best match the question (:func:`pipeline.quotes.with_best_match`), the row the
+   question names by its label (:mod:`pipeline.named_rows`), and, for a
    question that names no period, the same table rows (and notes) in the context's other documents
    (:mod:`pipeline.same_rows`). Nothing quoted is ever retyped by the model;
 4. a share the question asks for ("what percentage of revenue …") is divided by code from two
@@ -55,6 +56,7 @@ from pipeline.columns import (
 )
 from pipeline.context import Passage
 from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
+from pipeline.named_rows import row_the_question_names
 from pipeline.ordering import split_sentences
 from pipeline.quotes import (
     QuoteCandidate,
@@ -207,6 +209,9 @@ def compose_answer(
     )
     strongest = with_strongest_unit(answering, model_read, read_units)
     quotes = with_best_match(question, strongest, model_read, read_units)
+    named = row_the_question_names(question, quotes, units)
+    if named is not None:
+        quotes = sorted([*quotes, named], key=lambda q: q.position)
     quotes = same_rows_elsewhere(question, quotes, units)
     derivation, quotes = _with_derived_ratio(question, quotes, units)
     if derivation:  # a share code derived from two cited cells answers what it asks

@@ -94,8 +94,8 @@ def derived_ratio(question: str, units: Sequence[QuoteCandidate]) -> Ratio | Non
     order."""
     if not asks_for_a_ratio(question):
         return None
-    asked = _words(content_words(question))
-    named = [(u, key) for u in units if is_table_row(u) and (key := _named_label(u, asked))]
+    asked = asked_words(question)
+    named = [(u, key) for u in units if is_table_row(u) and (key := label_named_by(u, asked))]
     best: tuple[int, Ratio] | None = None
     for i, (first, first_key) in enumerate(named):
         for second, second_key in named[i + 1 :]:
@@ -115,15 +115,21 @@ def printed_shares(question: str, units: Sequence[QuoteCandidate]) -> list[Quote
     under each expense line; the document's figure needs no division."""
     if not asks_for_a_ratio(question):
         return []
-    asked = _words(content_words(question))
+    asked = asked_words(question)
     found: list[QuoteCandidate] = []
     for above, row in zip(units, units[1:]):
-        if not (is_table_row(above) and is_table_row(row) and _PERCENT_LABEL.match(first_cell(row))):
+        if not (is_table_row(above) and is_a_share_row(row)):
             continue
-        of_what = _words(content_words(first_cell(row))) - _QUALIFIERS - _PERCENT_WORDS
-        if of_what and of_what <= asked and _table(above) == _table(row) and _named_label(above, asked):
+        of_what = label_words(first_cell(row)) - _PERCENT_WORDS
+        if of_what and of_what <= asked and _table(above) == _table(row) and label_named_by(above, asked):
             found += [unit for unit in (above, row) if unit not in found]
     return found
+
+
+def is_a_share_row(unit: QuoteCandidate) -> bool:
+    """Whether ``unit`` is a table row of percentages of something ("% of net revenue",
+    "Percentage of total net sales"): in a discussion's table, of the row above it."""
+    return is_table_row(unit) and bool(_PERCENT_LABEL.match(first_cell(unit)))
 
 
 def derived_figures(text: str) -> set[str]:
@@ -143,11 +149,21 @@ def _words(terms: set[str]) -> frozenset[str]:
     return frozenset(_SAME_WORD.get(t, t) for t in terms)
 
 
-def _named_label(unit: QuoteCandidate, asked: frozenset[str]) -> frozenset[str]:
-    """The words of a row's label that say what it is of, when the question names them all (and
-    its group's); empty otherwise."""
-    key = _words(content_words(first_cell(unit))) - _QUALIFIERS
-    group = _words(content_words(" ".join(header_groups(unit.table_header)[1]))) - _QUALIFIERS
+def asked_words(question: str) -> frozenset[str]:
+    """The question's words as row labels are matched with them (revenue and sales as one)."""
+    return _words(content_words(question))
+
+
+def label_words(label: str) -> frozenset[str]:
+    """The words of a row label that say what it is of ("total" and "net" only qualify)."""
+    return _words(content_words(label)) - _QUALIFIERS
+
+
+def label_named_by(unit: QuoteCandidate, asked: frozenset[str]) -> frozenset[str]:
+    """The words of a row's label that say what it is of, when the question (its
+    :func:`asked_words`) names them all, and its group's; empty otherwise."""
+    key = label_words(first_cell(unit))
+    group = label_words(" ".join(header_groups(unit.table_header)[1]))
     if not key or not key <= asked or not group <= asked:
         return frozenset()
     return key

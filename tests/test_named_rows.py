@@ -1,0 +1,78 @@
+"""The row the question names by its label (and group) is quoted when the model cited another."""
+
+from __future__ import annotations
+
+from pipeline.context import ContextPiece, Passage
+from pipeline.extractive import compose_answer
+from pipeline.named_rows import row_the_question_names
+from pipeline.quotes import quote_candidates
+from pipeline.types import Chunk, EvidenceUnit
+from tests.test_same_rows import QUARTERS
+
+HEADER = "(In millions)\n| | Three Months Ended June 30, 2022 | Three Months Ended June 30, 2023 |"
+
+
+def table(rows: list[tuple[str, str]]) -> list[Passage]:
+    chunk = Chunk(
+        "q2-0001", "q2", "docs", "/docs/2023 Q2 AMZN.pdf", "2023 Q2 AMZN", ("Segments",), (7, 7), "", "h"
+    )
+    units = [
+        EvidenceUnit(f"q2-0001/{i:03}", chunk.chunk_id, "q2", "row", row, 7, HEADER, group)
+        for i, (group, row) in enumerate(rows)
+    ]
+    return [Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))]
+
+
+def test_the_row_named_with_its_group_is_quoted_beside_the_one_the_model_cited():
+    passages = table(
+        [
+            ("Operating income (loss):", "| International | (1,771) | (895) |"),
+            ("Net sales:", "| International | 27,065 | 29,697 |"),
+            ("Net sales:", "| North America | 74,430 | 82,546 |"),
+        ]
+    )
+    answer = compose_answer(
+        "How do Amazon's revenues from international markets relate to currency risks in Q2 2023?",
+        "International operating loss was $895 million [1].",
+        passages,
+    )
+    assert "“Net sales: International — Three Months Ended June 30, 2022: 27,065" in answer.text
+
+
+def test_a_measure_many_rows_name_and_a_row_of_percentages_are_not_a_named_row():
+    units = quote_candidates(
+        table(
+            [
+                ("", "| Cost of revenue | 2,544 | 2,857 |"),
+                ("", "| Deferred revenue | 131 | 462 |"),
+                ("", "| Total net revenue | 7,192 | 8,288 |"),
+                ("", "| Other revenue | 12 | 10 |"),
+                ("", "| Data Center | 4,284 | 3,750 |"),
+                ("", "| Percentage of total net revenue | 60 % | 45 % |"),
+            ]
+        )
+    )
+    quoted = [units[4]]
+    assert row_the_question_names("How has data center revenue changed?", quoted, units) is None, (
+        "'revenue' stands in four labels: it names a measure, not a row"
+    )
+    shares = quote_candidates(
+        table(
+            [
+                ("", "| Gaming | 2,240 | 3,620 |"),
+                ("", "| Data Center | 4,284 | 3,750 |"),
+                ("", "| Percentage of data center sales | 60 % | 45 % |"),
+            ]
+        )
+    )
+    named = row_the_question_names("What percentage of sales came from data center?", shares[:1], shares)
+    assert named == shares[1], "a row of percentages of the row above it is not what it names"
+
+
+def test_only_the_first_quotes_document_and_figures_not_quoted_yet_count():
+    units = quote_candidates(QUARTERS)
+    sales_q3, income_q3, sales_q2 = units[0], units[1], units[2]
+    named = row_the_question_names("What were AWS net sales?", [income_q3], units)
+    assert named == sales_q3, "the first quote's document, not Q2's"
+    assert row_the_question_names("What were AWS net sales?", [income_q3, sales_q3], units) is None
+    assert sales_q2.source != sales_q3.source
