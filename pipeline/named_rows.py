@@ -25,8 +25,14 @@ from collections.abc import Sequence
 
 from pipeline.figures import figures
 from pipeline.quotes import QuoteCandidate
-from pipeline.ratios import asked_words, is_a_share_row, label_named_by, label_words
-from pipeline.row_labels import first_cell, is_table_row
+from pipeline.row_labels import (
+    asked_words,
+    first_cell,
+    is_a_share_row,
+    is_table_row,
+    label_named_by,
+    label_words,
+)
 
 GENERIC_LABELS = 3
 

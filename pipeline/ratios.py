@@ -38,19 +38,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline.figures import normalise_figure
-from pipeline.quotes import QuoteCandidate, content_words
-from pipeline.row_labels import first_cell, is_table_row
-from pipeline.types import header_groups, labelled_cells
+from pipeline.quotes import QuoteCandidate
+from pipeline.row_labels import (
+    asked_words,
+    first_cell,
+    is_a_share_row,
+    is_table_row,
+    label_named_by,
+    label_words,
+)
+from pipeline.types import labelled_cells
 
 _ASKS_FOR_A_RATIO = re.compile(
     r"\b(?:percentage|percent|proportion|share|portion|fraction|part)\s+of\b"
     r"|\bhow\s+much\s+of\b|\brelative\s+to\b|\bcompared?\b|\bcompares\b|\bagainst\b|\bas\s+a\s+%",
     re.IGNORECASE,
 )
-_QUALIFIERS = frozenset({"total", "net"})
-_PERCENT_LABEL = re.compile(r"^\s*(?:%|percent(?:age)?\b|as\s+a\s+(?:%|percent))", re.IGNORECASE)
 _PERCENT_WORDS = frozenset({"percentag", "percent"})
-_SAME_WORD = {"revenu": "sale"}  # stems: a filing's "net sales" is its revenue
 _PLAIN_AMOUNT = re.compile(r"^\$?\s*\d[\d,]*(?:\.\d+)?$")
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _DERIVATION = re.compile(
@@ -126,12 +130,6 @@ def printed_shares(question: str, units: Sequence[QuoteCandidate]) -> list[Quote
     return found
 
 
-def is_a_share_row(unit: QuoteCandidate) -> bool:
-    """Whether ``unit`` is a table row of percentages of something ("% of net revenue",
-    "Percentage of total net sales"): in a discussion's table, of the row above it."""
-    return is_table_row(unit) and bool(_PERCENT_LABEL.match(first_cell(unit)))
-
-
 def derived_figures(text: str) -> set[str]:
     """The figures of ``text`` written as ``a / b = c %`` where a divided by b is c % (to the
     decimals written): derived by code from the two figures beside them, as compared."""
@@ -143,30 +141,6 @@ def derived_figures(text: str) -> set[str]:
         if whole and round(100 * _amount(found.group("part")) / whole, decimals) == float(share):
             derived.add(normalise_figure(share))
     return derived
-
-
-def _words(terms: set[str]) -> frozenset[str]:
-    return frozenset(_SAME_WORD.get(t, t) for t in terms)
-
-
-def asked_words(question: str) -> frozenset[str]:
-    """The question's words as row labels are matched with them (revenue and sales as one)."""
-    return _words(content_words(question))
-
-
-def label_words(label: str) -> frozenset[str]:
-    """The words of a row label that say what it is of ("total" and "net" only qualify)."""
-    return _words(content_words(label)) - _QUALIFIERS
-
-
-def label_named_by(unit: QuoteCandidate, asked: frozenset[str]) -> frozenset[str]:
-    """The words of a row's label that say what it is of, when the question (its
-    :func:`asked_words`) names them all, and its group's; empty otherwise."""
-    key = label_words(first_cell(unit))
-    group = label_words(" ".join(header_groups(unit.table_header)[1]))
-    if not key or not key <= asked or not group <= asked:
-        return frozenset()
-    return key
 
 
 def _table(unit: QuoteCandidate) -> tuple[str, str]:

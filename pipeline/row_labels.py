@@ -24,6 +24,11 @@ names what the table is of (its caption or group: "Revenue"), the named row's ce
 same column is put in the figure's place instead (:func:`pipeline.columns.figures_for_named_rows`):
 replayed on the first drafts of a SEC dev run (26 November), one answer of 65 moved ($18,592
 → 13,666, "More Personal Computing"), none dropped that was not before.
+
+What a label names, for the rules that pick rows by it (:mod:`pipeline.ratios`,
+:mod:`pipeline.named_rows`): its words less "total" and "net", which only qualify, with
+revenue and sales one word (a filing's "Total net sales" is its revenue); a row is named by a
+question that has all of them, and its group's.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ from pipeline.types import header_groups, table_cells
 
 _ACRONYM = re.compile(r"\b[A-Z](?:[A-Z]|[&/][A-Z])+\b")
 _NOT_INITIALS = frozenset({"and", "of", "the", "for", "in", "on", "to", "&"})
+
+
+_QUALIFIERS = frozenset({"total", "net"})
+_PERCENT_LABEL = re.compile(r"^\s*(?:%|percent(?:age)?\b|as\s+a\s+(?:%|percent))", re.IGNORECASE)
+_SAME_WORD = {"revenu": "sale"}  # stems: a filing's "net sales" is its revenue
 
 
 def is_table_row(unit: QuoteCandidate) -> bool:
@@ -105,3 +115,33 @@ def _names(label: str, words: set[str], acronyms: set[str]) -> bool:
     terms = content_words(label)
     initials = "".join(w[0] for w in re.findall(r"[A-Za-z]+", label) if w.lower() not in _NOT_INITIALS)
     return bool(terms & words) or (len(initials) >= 2 and initials.upper() in acronyms)
+
+
+def _words(terms: set[str]) -> frozenset[str]:
+    return frozenset(_SAME_WORD.get(t, t) for t in terms)
+
+
+def asked_words(question: str) -> frozenset[str]:
+    """The question's words as row labels are matched with them (revenue and sales as one)."""
+    return _words(content_words(question))
+
+
+def label_words(label: str) -> frozenset[str]:
+    """The words of a row label that say what it is of ("total" and "net" only qualify)."""
+    return _words(content_words(label)) - _QUALIFIERS
+
+
+def label_named_by(unit: QuoteCandidate, asked: frozenset[str]) -> frozenset[str]:
+    """The words of a row's label that say what it is of, when the question (its
+    :func:`asked_words`) names them all, and its group's; empty otherwise."""
+    key = label_words(first_cell(unit))
+    group = label_words(" ".join(header_groups(unit.table_header)[1]))
+    if not key or not key <= asked or not group <= asked:
+        return frozenset()
+    return key
+
+
+def is_a_share_row(unit: QuoteCandidate) -> bool:
+    """Whether ``unit`` is a table row of percentages of something ("% of net revenue",
+    "Percentage of total net sales"): in a discussion's table, of the row above it."""
+    return is_table_row(unit) and bool(_PERCENT_LABEL.match(first_cell(unit)))
