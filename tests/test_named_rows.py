@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-from pipeline.context import ContextPiece, Passage
+from pipeline.context import Passage
 from pipeline.extractive import compose_answer
 from pipeline.named_rows import row_the_question_names
 from pipeline.quotes import quote_candidates
-from pipeline.types import Chunk, EvidenceUnit
+from tests.test_ratios import table_passages
 from tests.test_same_rows import QUARTERS
 
 HEADER = "(In millions)\n| | Three Months Ended June 30, 2022 | Three Months Ended June 30, 2023 |"
 
 
 def table(rows: list[tuple[str, str]]) -> list[Passage]:
-    chunk = Chunk(
-        "q2-0001", "q2", "docs", "/docs/2023 Q2 AMZN.pdf", "2023 Q2 AMZN", ("Segments",), (7, 7), "", "h"
-    )
-    units = [
-        EvidenceUnit(f"q2-0001/{i:03}", chunk.chunk_id, "q2", "row", row, 7, HEADER, group)
-        for i, (group, row) in enumerate(rows)
-    ]
-    return [Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))]
+    return table_passages("2023 Q2 AMZN", HEADER, rows, page=7)
 
 
 def test_the_row_named_with_its_group_is_quoted_beside_the_one_the_model_cited():

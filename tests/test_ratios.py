@@ -27,15 +27,21 @@ ROWS = [  # an income statement's rows, under their groups
 ]
 
 
-def income_statement(rows: list[tuple[str, str]] = ROWS) -> list[Passage]:
+def table_passages(title: str, header: str, rows: list[tuple[str, str]], page: int = 4) -> list[Passage]:
+    """One passage of one table's ``(group, row)`` units, from the document ``title``."""
+    doc = title.replace(" ", "-")
     chunk = Chunk(
-        "q3-0000", "q3", "docs", "/docs/2023 Q3 AAPL.pdf", "2023 Q3 AAPL", ("Statements",), (4, 4), "", "h"
+        f"{doc}-0000", doc, "docs", f"/docs/{title}.pdf", title, ("Statements",), (page, page), "", "h"
     )
     units = [
-        EvidenceUnit(f"q3-0000/{i:03}", chunk.chunk_id, "q3", "row", row, 4, HEADER, group)
+        EvidenceUnit(f"{doc}-0000/{i:03}", chunk.chunk_id, doc, "row", row, page, header, group)
         for i, (group, row) in enumerate(rows)
     ]
     return [Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))]
+
+
+def income_statement(rows: list[tuple[str, str]] = ROWS) -> list[Passage]:
+    return table_passages("2023 Q3 AAPL", HEADER, rows)
 
 
 def test_a_share_of_the_total_is_divided_by_code_in_the_latest_years_column():
@@ -80,19 +86,12 @@ def test_no_share_is_derived_unless_asked_for_and_of_two_named_plain_amounts():
 def test_a_share_the_document_prints_is_quoted_with_the_row_above_it():
     header = "($ in millions)\n| | 2023 | 2022 | Change |"
     rows = [
-        ("| Research and development expenses | $1,875 | $1,618 | 16 % |", ""),
-        ("| % of net revenue | 26.1 % | 19.5 % |", ""),
-        ("| Total operating expenses | $2,508 | $3,563 | (30)% |", ""),
-        ("| % of net revenue | 34.9 % | 42.9 % |", ""),
+        ("", "| Research and development expenses | $1,875 | $1,618 | 16 % |"),
+        ("", "| % of net revenue | 26.1 % | 19.5 % |"),
+        ("", "| Total operating expenses | $2,508 | $3,563 | (30)% |"),
+        ("", "| % of net revenue | 34.9 % | 42.9 % |"),
     ]
-    chunk = Chunk(
-        "q1-0007", "q1", "docs", "/docs/2023 Q1 NVDA.pdf", "2023 Q1 NVDA", ("Opex",), (30, 30), "", "h"
-    )
-    units = [
-        EvidenceUnit(f"q1-0007/{i:03}", chunk.chunk_id, "q1", "row", row, 30, header, group)
-        for i, (row, group) in enumerate(rows)
-    ]
-    passages = [Passage(chunk, tuple(ContextPiece(chunk, u.text, 1.0, i, u) for i, u in enumerate(units)))]
+    passages = table_passages("2023 Q1 NVDA", header, rows, page=30)
     answer = compose_answer(
         "How did operating expenses compare to revenue in Q1 2023?",
         "Operating expenses were $2,508 million [1].",
