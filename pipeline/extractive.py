@@ -210,8 +210,7 @@ def compose_answer(
     strongest = with_strongest_unit(answering, model_read, read_units)
     quotes = with_best_match(question, strongest, model_read, read_units)
     named = row_the_question_names(question, quotes, units)
-    if named is not None:
-        quotes = sorted([*quotes, named], key=lambda q: q.position)
+    quotes = _with_units(quotes, [named] if named else [])
     quotes = same_rows_elsewhere(question, quotes, units)
     derivation, quotes = _with_derived_ratio(question, quotes, units)
     if derivation:  # a share code derived from two cited cells answers what it asks
@@ -245,7 +244,7 @@ def quoted_evidence(
     )
     quotes = same_rows_elsewhere(question, quotes, units)
     derivation, quotes = _with_derived_ratio(question, quotes, units)
-    lines = [lead, derivation, *_quote_lines(quotes)] if derivation else [lead, *_quote_lines(quotes)]
+    lines = [lead, *([derivation] if derivation else []), *_quote_lines(quotes)]
     return ComposedAnswer("\n".join(lines), "quotes", "", quotes)
 
 
@@ -422,8 +421,13 @@ def _with_derived_ratio(
     with the two rows it divides; ``("", quotes)`` when there is none."""
     ratio = derived_ratio(question, units)
     rows = printed_shares(question, units) + ([ratio.part, ratio.whole] if ratio else [])
-    new = [row for row in dict.fromkeys(rows) if all(row.text != q.text for q in quotes)]
-    return (ratio.line() if ratio else ""), sorted([*quotes, *new], key=lambda q: q.position)
+    return (ratio.line() if ratio else ""), _with_units(quotes, rows)
+
+
+def _with_units(quotes: list[QuoteCandidate], added: Sequence[QuoteCandidate]) -> list[QuoteCandidate]:
+    """``quotes`` and those of ``added`` whose text none of them has, in reading order."""
+    new = [unit for unit in dict.fromkeys(added) if all(unit.text != q.text for q in quotes)]
+    return sorted([*quotes, *new], key=lambda q: q.position) if new else quotes
 
 
 def _quote_lines(quotes: Sequence[QuoteCandidate]) -> list[str]:

@@ -21,6 +21,7 @@ expense line) was quoted for "What percentage of Apple's total revenue did Servi
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from pipeline.figures import figures
@@ -44,9 +45,10 @@ def row_the_question_names(
     if not quoted:
         return None
     asked = asked_words(question)
-    labels = {first_cell(u) for u in units if is_table_row(u)}
-    generic = {w for label in labels for w in label_words(label)}
-    generic = {w for w in generic if sum(w in label_words(label) for label in labels) > GENERIC_LABELS}
+    labels = Counter(
+        w for label in {first_cell(u) for u in units if is_table_row(u)} for w in label_words(label)
+    )
+    generic = {word for word, count in labels.items() if count > GENERIC_LABELS}
     quoted_figures = set().union(*(figures(q.text) for q in quoted))
     best: tuple[int, QuoteCandidate] | None = None
     for unit in units:
