@@ -84,7 +84,7 @@ def misplaced_figures(
     and the rows of ``units`` that ``sentence`` names."""
     text = blank_markers(sentence)
     words = content_words(text)
-    acronyms = {re.sub(r"[^A-Z]", "", a) for a in _ACRONYM.findall(text)}
+    acronyms = _acronyms(text)
     labels = {u: row_label(u) for u in units if is_table_row(u)}
     named_rows = [u for u, label in labels.items() if _names(label, words, acronyms)]
     named = {labels[u] for u in named_rows}
@@ -112,9 +112,18 @@ def _only_a_total(label: str) -> bool:
 def _names(label: str, words: set[str], acronyms: set[str]) -> bool:
     """Whether a sentence of ``words`` and ``acronyms`` names the row ``label``: a word of it, or
     its initials ("R&D" for "Research and development")."""
-    terms = content_words(label)
+    return bool(content_words(label) & words) or _initials(label) in acronyms
+
+
+def _initials(label: str) -> str:
+    """A label's initials in capitals ("RD" for "Research and development"); empty for one word."""
     initials = "".join(w[0] for w in re.findall(r"[A-Za-z]+", label) if w.lower() not in _NOT_INITIALS)
-    return bool(terms & words) or (len(initials) >= 2 and initials.upper() in acronyms)
+    return initials.upper() if len(initials) >= 2 else ""
+
+
+def _acronyms(text: str) -> set[str]:
+    """The acronyms of ``text``, letters only ("RD" for "R&D")."""
+    return {re.sub(r"[^A-Z]", "", a) for a in _ACRONYM.findall(text)}
 
 
 def _words(terms: set[str]) -> frozenset[str]:
@@ -122,8 +131,9 @@ def _words(terms: set[str]) -> frozenset[str]:
 
 
 def asked_words(question: str) -> frozenset[str]:
-    """The question's words as row labels are matched with them (revenue and sales as one)."""
-    return _words(content_words(question))
+    """The question's words as row labels are matched with them (revenue and sales as one), and
+    its acronyms in capitals ("RD" for "R&D"), which name a label by its initials."""
+    return _words(content_words(question)) | _acronyms(question)
 
 
 def label_words(label: str) -> frozenset[str]:
@@ -134,9 +144,10 @@ def label_words(label: str) -> frozenset[str]:
 def label_named_by(unit: QuoteCandidate, asked: frozenset[str]) -> frozenset[str]:
     """The words of a row's label that say what it is of, when the question (its
     :func:`asked_words`) names them all, and its group's; empty otherwise."""
-    key = label_words(first_cell(unit))
+    label = first_cell(unit)
+    key = label_words(label)
     group = label_words(" ".join(header_groups(unit.table_header)[1]))
-    if not key or not key <= asked or not group <= asked:
+    if not key or not (key <= asked or _initials(label) in asked) or not group <= asked:
         return frozenset()
     return key
 
