@@ -56,7 +56,7 @@ from pipeline.columns import (
 )
 from pipeline.context import Passage
 from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
-from pipeline.named_rows import row_the_question_names
+from pipeline.named_rows import row_the_question_names, rows_the_question_names
 from pipeline.ordering import split_sentences
 from pipeline.quotes import (
     QuoteCandidate,
@@ -172,12 +172,14 @@ def compose_answer(
     model_read = passages if read is None else passages[:read]
     cited = cited_numbers(reply, len(model_read))
     sentences = answer_sentences(reply)
+    units = quote_candidates(passages)
     if sentences and says_documents_do_not_answer(sentences[0]):  # later, it qualifies an answer
+        if rows_the_question_names(question, units):  # they do say it: not an answer to show
+            return ComposedAnswer("", "quotes", "", [], [DroppedSentence(sentences[0], "says_nothing")])
         nearest = choose_quotes(None, passages, (), limit=2)
         text = "\n".join([f"{NOT_IN_DOCUMENTS} {NEAREST_EVIDENCE}", *_quote_lines(nearest)])
         return ComposedAnswer(text, "not_in_documents", "", nearest)
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
-    units = quote_candidates(passages)
     reading = _Reading(question, model_read, evidence, units, cited, check_figures)
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
@@ -242,8 +244,13 @@ def quoted_evidence(
         fill=False,
         units=[u for u in units if u.n in best],
     )
+    named = row_the_question_names(question, quotes, units)
+    quotes = _with_units(quotes, [named] if named else [])
     quotes = same_rows_elsewhere(question, quotes, units)
     derivation, quotes = _with_derived_ratio(question, quotes, units)
+    named_rows = {unit.text for unit in rows_the_question_names(question, units)}
+    if derivation or any(q.text in named_rows for q in quotes):
+        lead = DOCUMENTS_SAY  # code found what the question names: the documents do say it
     lines = [lead, *([derivation] if derivation else []), *_quote_lines(quotes)]
     return ComposedAnswer("\n".join(lines), "quotes", "", quotes)
 

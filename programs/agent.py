@@ -66,7 +66,9 @@ DomainClassifier = Callable[[str], Awaitable[DomainChoice]]
 
 NO_DOCUMENTS = "I could not find anything in the documents that answers this question."
 # Said when no draft could be verified: the evidence found does not state an answer that code
-# and the checks can trace, so the plain statement is that the documents do not say it.
+# and the checks can trace, so the plain statement is that the documents do not say it. Where
+# code finds what the question names (a row by its label, a share it divides), the evidence is
+# led by "The documents say:" instead (:func:`pipeline.extractive.quoted_evidence`).
 UNVERIFIED = (
     "The documents do not say this clearly enough for a short answer. What they say that comes closest:"
 )
