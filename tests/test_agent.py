@@ -10,6 +10,7 @@ from dspy.utils import DummyLM
 
 from pipeline.context import Retrieved, whole_passages
 from pipeline.domains import DomainChoice
+from pipeline.extractive import DOCUMENTS_SAY
 from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit
 from pipeline.wording import STEP_TEXT, status_text
@@ -618,3 +619,22 @@ def test_the_answer_quotes_the_same_rows_of_evidence_the_model_did_not_read():
     assert "23,059" in prompt and "22,140" not in prompt, "the model reads only its own budget"
     assert "22,140" in result.answer and "21,354" in result.answer
     assert {c.passage_id for c in result.citations} == {p.chunk.chunk_id for p in QUARTERS}
+
+
+def test_a_model_denying_what_a_named_row_states_gets_that_row_quoted_as_what_the_documents_say():
+    from tests.test_named_rows import research_table
+
+    class TableRetriever:
+        async def __call__(self, queries, domain, mode):
+            return Retrieved(research_table())
+
+    agent = AnswerAgent(DOMAINS, understand_first_turn=False, settings=AgentSettings(max_rewrites=1))
+    model = lm({"answer": "The documents do not say.", "sources": []}, {"rewritten": "research spending"})
+    asked = "How much went to R&D in Q2 2023?"
+    result, events = run(agent, model, TableRetriever(), asked, sparse_available=False)
+    assert result.outcome == "unverified", "the model's denial is a failed draft, not the answer"
+    lines = result.answer.split("\n")
+    assert lines[0] == DOCUMENTS_SAY and not result.answer.startswith(UNVERIFIED)
+    row = "“Research and development — Three Months Ended June 30, 2022: 4,109"
+    assert any(line.startswith(row) for line in lines)
+    assert len(model.history) == 2 and "supported" not in events, "generate, transform; not the same again"

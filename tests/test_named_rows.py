@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pipeline.context import Passage
-from pipeline.extractive import compose_answer
-from pipeline.named_rows import row_the_question_names
+from pipeline.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, compose_answer, quoted_evidence
+from pipeline.named_rows import row_the_question_names, rows_the_question_names
 from pipeline.quotes import quote_candidates
 from tests.test_ratios import table_passages
 from tests.test_same_rows import QUARTERS
@@ -69,3 +69,43 @@ def test_only_the_first_quotes_document_and_figures_not_quoted_yet_count():
     assert named == sales_q3, "the first quote's document, not Q2's"
     assert row_the_question_names("What were AWS net sales?", [income_q3, sales_q3], units) is None
     assert sales_q2.source != sales_q3.source
+
+
+def research_table() -> list[Passage]:
+    return table(
+        [
+            ("", "| Cost of revenue | 2,544 | 2,857 |"),
+            ("", "| Research and development | 4,109 | 4,362 |"),
+            ("", "| Marketing, general and administrative | 1,300 | 1,412 |"),
+        ]
+    )
+
+
+def test_an_acronym_of_the_question_names_a_row_by_its_initials():
+    units = quote_candidates(research_table())
+    asked = "What was the R&D expenditure in Q2 2023?"
+    assert row_the_question_names(asked, units[:1], units) == units[1]
+    assert rows_the_question_names(asked, units) == [units[1]]
+    assert rows_the_question_names("What was the RD expenditure?", units) == [units[1]], "with or without '&'"
+    assert rows_the_question_names("What was the CR in Q2 2023?", units) == [units[0]], "'of' is no initial"
+    assert rows_the_question_names("What was the MGA in Q2 2023?", units) == [units[2]]
+    assert rows_the_question_names("What was the R&D budget?", units[::2]) == [], "no row of those initials"
+
+
+def test_the_model_saying_the_documents_do_not_say_what_a_row_states_is_not_the_answer():
+    passages = research_table()
+    denied = compose_answer("What was the R&D expenditure in Q2 2023?", "The documents do not say.", passages)
+    assert denied.kind == "quotes" and not denied.text, "a failed draft: the agent tries again or quotes"
+    assert [d.reason for d in denied.dropped] == ["says_nothing"]
+    unnamed = compose_answer("Which VR headset does the study use?", "The documents do not say.", passages)
+    assert unnamed.kind == "not_in_documents" and unnamed.text.startswith(NOT_IN_DOCUMENTS)
+
+
+def test_evidence_quoted_after_failed_drafts_is_led_by_what_the_documents_say_when_it_holds_a_named_row():
+    passages = research_table()
+    lead = "The documents do not say this clearly enough."
+    quoted = quoted_evidence("How much went to R&D in Q2 2023, and on what?", passages, lead, limit=1)
+    assert quoted.text.split("\n")[0] == DOCUMENTS_SAY
+    assert "“Research and development — Three Months Ended June 30, 2022: 4,109" in quoted.text
+    unnamed = quoted_evidence("What did the company say about hiring plans?", passages, lead, limit=1)
+    assert unnamed.text.split("\n")[0] == lead, "nothing the question names: the lead stands"
