@@ -233,3 +233,42 @@ def test_a_runs_drafts_replayed_through_the_answer_code_give_the_runs_answers(tm
     del rows[0]["drafts"]
     with pytest.raises(InvalidRequestError, match="no drafts"):
         replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")
+
+
+def test_a_run_replayed_as_run_gives_its_answers_after_failed_checks_too(tmp_path, monkeypatch):
+    import dspy
+    from dspy.utils import DummyLM
+
+    from evaluation.benchmarks.answers import bench_answers
+    from evaluation.benchmarks.replay import replay_run
+    from server.settings import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    dataset = write_dataset(tmp_path / "mini")
+    script = [  # each question's first draft is refused by the grounding check
+        {"answer": "Net sales were 12,345 [1].", "sources": [1]},
+        {"supported": "no"},
+        {"answer": "Acme's net sales were 12,345 [1].", "sources": [1]},
+        {"supported": "yes"},
+        {"answer": "Globex's revenue totalled 98,765 [1].", "sources": [1]},
+        {"supported": "no"},
+        {"answer": "Yes, Globex reported revenue [1].", "sources": [1]},  # says nothing: no check
+    ]
+    cache = tmp_path / "cache"
+    model = DummyLM(script, adapter=dspy.JSONAdapter())
+    run = {"cache_dir": cache, "questions_file": "questions.csv", "systems": ("agent",), "lm": model}
+    bench_answers(dataset, load_settings(), **run)
+    rows = [json.loads(line) for line in (tmp_path / "bench-results" / "answers_mini.jsonl").open()]
+    assert [row["outcome"] for row in rows] == ["answered", "unverified"]
+
+    replayed_rows = tmp_path / "replayed.jsonl"
+    options = {"cache_dir": cache, "questions_file": "questions.csv", "rows_file": replayed_rows}
+    first_drafts = replay_run(dataset, rows, load_settings(), **options)
+    assert first_drafts["compared"] == 0, "no first draft passed in the run"
+    replayed = [json.loads(line) for line in replayed_rows.open()]
+    assert replayed[0]["answer"] != rows[0]["answer"], "the first draft, passed"
+
+    as_run = replay_run(dataset, rows, load_settings(), as_run=True, **options)
+    assert as_run["compared"] == 2 and as_run["replayed"]["outcomes"] == {"answered": 1, "unverified": 1}
+    replayed = [json.loads(line) for line in replayed_rows.open()]
+    assert [row["answer"] for row in replayed] == [row["answer"] for row in rows], "every answer as run"

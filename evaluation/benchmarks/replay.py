@@ -8,11 +8,19 @@ takes an hour: each question's first draft is what the generate call returns, an
 answer yes. So only the questions whose first draft passed in the run are compared: a draft the
 model's check refused would pass here.
 
+With ``--as-run`` every question is replayed as the run went: its drafts in order, the
+grounding check refusing each draft but an answered question's last (a draft is written again
+only after a refusal), a rewrite searching the question again. So the outcomes after failed
+drafts (the evidence quoted, the model's "the documents do not say") are measured too, and all
+questions are compared; it gave the 65 SEC answers of the run of 26 November, 22:45, with
+every outcome and figure as run. A rewrite's own query is not replayed: where the run's
+rewrite found other passages, the later drafts cite what they did not cite there.
+
 The context must be the run's: a draft cites its passages by number, and a change that alters
 the context (retrieval, evidence selection, the index) renumbers them. Such changes need a live
 run. Replayed rows go to ``bench-results/replay_<dataset>.jsonl``.
 
-    python -m evaluation.benchmarks.replay ../shared/data/sec10q bench-results/answers_sec10q.jsonl
+    python -m evaluation.benchmarks.replay ../shared/data/sec10q bench-results/answers_sec10q.jsonl [--as-run]
 """
 
 from __future__ import annotations
@@ -44,8 +52,10 @@ def replay_run(
     cache_dir: Path = Path(".docfinder/eval"),
     questions_file: str = "qna_dev.csv",
     rows_file: Path | None = None,
+    as_run: bool = False,
 ) -> dict[str, Any]:
-    """The run's agent rows beside the same questions answered now from their first drafts."""
+    """The run's agent rows beside the same questions answered now from their first drafts
+    (every check passing), or ``as_run``, from all their drafts with the run's verdicts."""
     agent_rows = [row for row in run_rows if row.get("system", "agent") == "agent"]
     missing = [row["question"] for row in agent_rows if "drafts" not in row]
     if missing:
@@ -57,11 +67,13 @@ def replay_run(
     recorded = {row["question"]: row for row in agent_rows if row["drafts"]}
     questions = [q for q in load_questions(dataset / questions_file) if q.text in recorded]
     settings = indexed_dataset(settings, dataset_docs(dataset), cache_dir, "replay")
-    replayed = asyncio.run(_replay(settings, questions, recorded))
+    first_drafts = {q.text: recorded[q.text]["drafts"][0] for q in questions}
+    lm = RecordedRun(recorded) if as_run else replay_lm(first_drafts)
+    replayed = asyncio.run(_replay(settings, questions, recorded, lm))
     if rows_file is not None:
         rows_file.parent.mkdir(parents=True, exist_ok=True)
         rows_file.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in replayed))
-    passed = {q for q, row in recorded.items() if _first_draft_passed(row)}
+    passed = {q for q, row in recorded.items() if as_run or _first_draft_passed(row)}
     compared = [row for row in replayed if row["question"] in passed]
     return {
         "dataset": str(dataset),
@@ -88,13 +100,58 @@ def replay_lm(drafts: Mapping[str, str]) -> DummyLM:
     return DummyLM(answers, adapter=dspy.JSONAdapter())
 
 
+class RecordedRun(DummyLM):
+    """An LM that answers as a run's model did, one question at a time (see the module
+    docstring): :meth:`asking` names the question before the service asks it."""
+
+    def __init__(self, recorded: Mapping[str, Mapping[str, Any]]) -> None:
+        self.recorded = recorded
+        self.script = _Script()
+        super().__init__(self.script, adapter=dspy.JSONAdapter())
+
+    def asking(self, question: str) -> None:
+        row = self.recorded[question]
+        self.script.start(question.strip(), row["drafts"], row["outcome"] == ANSWERED)
+
+
+class _Script(dict):
+    """DummyLM's answers for the question being asked, built afresh for each call (DummyLM reads
+    its answers' ``items()`` on every call and formats the first whose key the prompt holds)."""
+
+    def start(self, question: str, drafts: Sequence[str], answered: bool) -> None:
+        self.question, self.drafts, self.answered, self.written = question, drafts, answered, 0
+
+    def items(self):  # type: ignore[override]
+        passes = self.answered and self.written == len(self.drafts)
+        return [
+            (f"[[ ## question ## ]]\n{self.question}\n\n[[ ## passages ## ]]", _NextDraft(self)),
+            ("[[ ## problem ## ]]", {"rewritten": self.question}),
+            ("[[ ## cited ## ]]", {"supported": "yes" if passes else "no"}),
+            ("[[ ## answer ## ]]", {"useful": "yes"}),
+        ]
+
+
+class _NextDraft(dict):
+    """The generate call's reply: the question's next draft, taken when DummyLM formats it."""
+
+    def __init__(self, script: _Script) -> None:
+        super().__init__()
+        self.script = script
+
+    def items(self):  # type: ignore[override]
+        draft = self.script.drafts[min(self.script.written, len(self.script.drafts) - 1)]
+        self.script.written += 1
+        return [("answer", draft), ("sources", [])]
+
+
 async def _replay(
-    settings: Settings, questions: list[Question], recorded: Mapping[str, Mapping[str, Any]]
+    settings: Settings, questions: list[Question], recorded: Mapping[str, Mapping[str, Any]], lm: DummyLM
 ) -> list[dict[str, Any]]:
-    lm = replay_lm({q.text: recorded[q.text]["drafts"][0] for q in questions})
     rows = []
     async with open_service(settings, lm=lm) as service:
         for question in questions:
+            if isinstance(lm, RecordedRun):
+                lm.asking(question.text)
             result = await service.ask(question.text)
             row = answer_row(question, result.agent, 0.0)
             row["system"] = "agent"
@@ -117,10 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evaluation.benchmarks.replay", description=__doc__.split("\n")[0])
     parser.add_argument("dataset", type=Path, help="a dataset folder of ../shared/data")
     parser.add_argument("rows", type=Path, help="the run's rows (bench-results/answers_<dataset>.jsonl)")
+    parser.add_argument(
+        "--as-run", action="store_true", help="all drafts, the run's check verdicts; every question compared"
+    )
     args = parser.parse_args(argv)
     run_rows = [row for _, row in read_jsonl(args.rows, {"question", "outcome", "answer"})]
     out = Path("bench-results") / f"replay_{args.dataset.name}.jsonl"
-    report = replay_run(args.dataset, run_rows, load_settings(), rows_file=out)
+    report = replay_run(args.dataset, run_rows, load_settings(), rows_file=out, as_run=args.as_run)
     print(json.dumps(report, indent=2))
     return 0
 
