@@ -55,6 +55,7 @@ from pipeline.columns import (
     with_columns_fixed,
 )
 from pipeline.context import Passage
+from pipeline.dated_figures import misdated_figures
 from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
 from pipeline.named_rows import row_the_question_names, rows_the_question_names
 from pipeline.ordering import split_sentences
@@ -324,6 +325,8 @@ def _judged(
     if after_a_drop and _LEANS_ON_THE_ONE_BEFORE.match(sentence):
         return DroppedSentence(sentence, "dangling"), sentence, []
     own_units = reading.units_cited_by(sentence)
+    if reading.check_figures and (misdated := misdated_figures(sentence, own_units)):
+        return DroppedSentence(sentence, "column", tuple(misdated)), sentence, []
     fixes = (
         figures_from_earlier_columns(sentence, reading.question, own_units) if reading.check_figures else []
     )
