@@ -111,14 +111,22 @@ async def _ask_agent(service: Any, question: Question) -> dict[str, Any]:
     row = answer_row(question, result.agent, time.perf_counter() - started)
     row["first_evidence_s"] = round(first_evidence[0], 3) if first_evidence else None
     row["unstated_figures"] = sorted(_unstated_in_answer(result.agent))
-    row["steps"] = [e["step"] for e in result.agent.trace]
-    compose_steps = [e for e in result.agent.trace if e["step"] == "compose"]
-    row["dropped"] = [d for e in compose_steps for d in e["dropped"]]
-    row["corrected"] = [c for e in compose_steps for c in e["corrected"]]
+    row.update(trace_fields(result.agent))
     # The model's drafts as written, so that later code can be replayed on them without the LLM.
     row["drafts"] = [e["answer"] for e in result.agent.trace if e["step"] == "generate"]
     del row["context"]
     return row
+
+
+def trace_fields(answer: AgentAnswer) -> dict[str, list[Any]]:
+    """What an answer's trace says of how it was composed: its steps, the sentences code dropped
+    (with why) and the figures it moved to the right column."""
+    compose_steps = [e for e in answer.trace if e["step"] == "compose"]
+    return {
+        "steps": [e["step"] for e in answer.trace],
+        "dropped": [d for e in compose_steps for d in e["dropped"]],
+        "corrected": [c for e in compose_steps for c in e["corrected"]],
+    }
 
 
 async def _ask_plain(service: Any, question: Question) -> dict[str, Any]:

@@ -37,7 +37,7 @@ import dspy
 from dspy.utils import DummyLM
 
 from evaluation.answers import ANSWERED, answer_row, indexed_dataset
-from evaluation.benchmarks.answers import summarise
+from evaluation.benchmarks.answers import summarise, trace_fields
 from evaluation.questions import Question, dataset_docs, load_questions
 from evaluation.report_format import read_jsonl
 from pipeline.errors import InvalidRequestError
@@ -157,6 +157,7 @@ async def _replay(
             row["system"] = "agent"
             row["llm_calls"] = recorded[question.text]["llm_calls"]  # the replay's calls cost nothing
             row["first_evidence_s"] = None
+            row.update(trace_fields(result.agent))
             del row["context"]
             rows.append(row)
     return rows
