@@ -29,12 +29,12 @@ from collections.abc import Sequence
 
 from pipeline.citations import blank_markers
 from pipeline.figures import figures, stated_figures
+from pipeline.periods import periods_in
 from pipeline.quotes import QuoteCandidate
 from pipeline.row_labels import first_cell, is_table_row
 from pipeline.types import labelled_cells
 
 _MONTHS = "|".join(name for name in calendar.month_name if name)
-_MONTH_YEAR = re.compile(rf"\b({_MONTHS})\.?(?:\s+\d{{1,2}},?)?\s+((?:19|20)\d\d)\b")
 # A figure, then its unit, then the date it is of: "$2,500 million in September 2023".
 _DATED_FIGURE = re.compile(
     r"(\$?\(?\d[\d,]*(?:\.\d+)?\)?)\s*(?:million|billion|thousand)?\s+"
@@ -57,7 +57,7 @@ def misdated_figures(sentence: str, units: Sequence[QuoteCandidate]) -> list[str
     return misdated
 
 
-def _misdated(figure: str, named: tuple[str, str] | None, units: Sequence[QuoteCandidate]) -> str:
+def _misdated(figure: str, named: tuple[int, int] | None, units: Sequence[QuoteCandidate]) -> str:
     """The row and column that state ``figure`` when all that state it are table cells of other
     months than ``named``, in rows that have a column of ``named``; else ""."""
     stating = [u for u in units if stated_figures({figure}, figures(u.text))]
@@ -77,8 +77,8 @@ def _misdated(figure: str, named: tuple[str, str] | None, units: Sequence[QuoteC
     return where
 
 
-def _month_year(text: str) -> tuple[str, str] | None:
-    """The month and year a date or column label names ("Three Months Ended June 30, 2023" →
-    ("june", "2023")); None when it names no month with a year."""
-    found = _MONTH_YEAR.findall(text)
-    return (found[-1][0].lower(), found[-1][1]) if found else None
+def _month_year(text: str) -> tuple[int, int] | None:
+    """The year and month a date or column label names ("Three Months Ended June 30, 2023" →
+    (2023, 6)); None when it names no month with a year."""
+    months = [period for period in periods_in(text) if period.month]
+    return (months[-1].year, months[-1].month) if months else None

@@ -212,10 +212,7 @@ def compose_answer(
     )
     strongest = with_strongest_unit(answering, model_read, read_units)
     quotes = with_best_match(question, strongest, model_read, read_units)
-    named = row_the_question_names(question, quotes, units)
-    quotes = _with_units(quotes, [named] if named else [])
-    quotes = same_rows_elsewhere(question, quotes, units)
-    derivation, quotes = _with_derived_ratio(question, quotes, units)
+    derivation, quotes = _with_rows_code_finds(question, quotes, units)
     if derivation:  # a share code derived from two cited cells answers what it asks
         kept_text = "\n".join([kept_text, derivation]).strip()
     lines = _quote_lines(quotes)
@@ -245,10 +242,7 @@ def quoted_evidence(
         fill=False,
         units=[u for u in units if u.n in best],
     )
-    named = row_the_question_names(question, quotes, units)
-    quotes = _with_units(quotes, [named] if named else [])
-    quotes = same_rows_elsewhere(question, quotes, units)
-    derivation, quotes = _with_derived_ratio(question, quotes, units)
+    derivation, quotes = _with_rows_code_finds(question, quotes, units)
     named_rows = {unit.text for unit in rows_the_question_names(question, units)}
     if derivation or any(q.text in named_rows for q in quotes):
         lead = DOCUMENTS_SAY  # code found what the question names: the documents do say it
@@ -422,6 +416,17 @@ def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[
     """Whether the unit that best matches the question, among those cited, negates."""
     best = choose_quotes(question, reading.passages, cited, limit=1, units=reading.units)
     return bool(best) and bool(_NEGATION.search(best[0].text))
+
+
+def _with_rows_code_finds(
+    question: str, quotes: list[QuoteCandidate], units: Sequence[QuoteCandidate]
+) -> tuple[str, list[QuoteCandidate]]:
+    """``quotes`` with the rows code finds for the question among ``units``: the row it names by
+    its label, the same rows of other periods, a share's rows; and the share's derivation ("")."""
+    named = row_the_question_names(question, quotes, units)
+    quotes = _with_units(quotes, [named] if named else [])
+    quotes = same_rows_elsewhere(question, quotes, units)
+    return _with_derived_ratio(question, quotes, units)
 
 
 def _with_derived_ratio(
