@@ -137,6 +137,9 @@ class ComposedAnswer:
     quotes: list[QuoteCandidate]
     dropped: list[DroppedSentence] = field(default_factory=list)
     corrected: list[str] = field(default_factory=list)  # figures code moved to the right column
+    # A dropped sentence put forward a figure or a name that the passages it cites do not state:
+    # the model filled a gap in the evidence (see :func:`offers_what_its_sources_lack`).
+    filled_a_gap: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,11 +219,12 @@ def compose_answer(
     if derivation:  # a share code derived from two cited cells answers what it asks
         kept_text = "\n".join([kept_text, derivation]).strip()
     lines = _quote_lines(quotes)
+    gap = any(offers_what_its_sources_lack(d.sentence, reading) for d in dropped)
     if kept_text:
         return ComposedAnswer(
-            "\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped, corrected
+            "\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped, corrected, gap
         )
-    return ComposedAnswer("\n".join([DOCUMENTS_SAY, *lines]), "quotes", "", quotes, dropped, corrected)
+    return ComposedAnswer("\n".join([DOCUMENTS_SAY, *lines]), "quotes", "", quotes, dropped, corrected, gap)
 
 
 def quoted_evidence(
@@ -368,6 +372,23 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     if _YES.search(sentence) and _answering_unit_negates(question, reading, own):
         return DroppedSentence(sentence, "negation")
     return None
+
+
+def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
+    """Whether ``sentence`` puts forward a figure, or a name, that neither the passages it cites
+    nor the question states: what a small model writes when the evidence lacks what was asked
+    ("OPM's total appropriated budget for fiscal year 2013 was $81,797 million [1]", "The VR
+    headset model used in the VRULT study is the QENSIU [1][2]", a room named elsewhere).
+
+    Unlike the name check that drops a sentence, a name elsewhere in the evidence counts here:
+    this tells a draft that had nothing to give from one that gave the evidence badly (a
+    vague sentence, a figure from the wrong column, a claim the grounding check refused).
+    """
+    own = _cited_by(sentence, reading.cited, reading.passages)
+    stated = "\n".join(reading.evidence[n] for n in sorted(own))
+    if unstated_figures(sentence, f"{stated}\n{reading.question}"):
+        return True
+    return bool(_unknown_names(sentence, stated, reading.question))
 
 
 def _cited_by(sentence: str, cited: Collection[int], passages: Sequence[Passage]) -> set[int]:

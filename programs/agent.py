@@ -65,13 +65,16 @@ Retriever = Callable[[Sequence[str], str | None, str], Awaitable[Retrieved]]
 DomainClassifier = Callable[[str], Awaitable[DomainChoice]]
 
 NO_DOCUMENTS = "I could not find anything in the documents that answers this question."
-# Said when no draft could be verified: the evidence found does not state an answer that code
-# and the checks can trace, so the plain statement is that the documents do not say it. Where
-# code finds what the question names (a row by its label, a share it divides), the evidence is
-# led by "The documents say:" instead (:func:`pipeline.extractive.quoted_evidence`).
-UNVERIFIED = (
+# Leads for the evidence quoted when no draft could be verified. Where every failed draft put
+# forward a figure or a name its sources do not state, the model filled a gap: the documents do
+# not say it. Any other failure (a vague sentence, a figure from the wrong column, a claim the
+# grounding check refused) says nothing of the documents, only that no short answer passed, and
+# the lead says just that. Where code finds what the question names (a row by its label, a share
+# it divides), the evidence is led by "The documents say:" (:func:`pipeline.extractive.quoted_evidence`).
+NOT_CLEARLY_SAID = (
     "The documents do not say this clearly enough for a short answer. What they say that comes closest:"
 )
+NOT_VERIFIED = "I could not verify a short answer to this. What the documents say that comes closest:"
 MAX_FAILED_ANSWERS = 2  # drafts whose checks failed before the best evidence is quoted instead
 MAX_LLM_CALLS = 5  # a retry that would take more is not started: the evidence is quoted instead
 EVIDENCE_PREVIEW = 3  # units shown as soon as the evidence is found
@@ -456,6 +459,7 @@ class _Run:
         sparse_tried = not sparse_available
         generated: set[frozenset[str]] = set()
         failed = 0
+        every_draft_filled_a_gap = True
         while True:
             attempt = frozenset(piece.key for p in passages for piece in p.pieces)
             if attempt in generated:  # temperature 0: the same passages would give the same answer
@@ -471,6 +475,7 @@ class _Run:
                 if composed.kind == "answer" and await self._checks(composed, passages):
                     return await self.composed_result(composed, "answered", evidence)
                 failed += 1
+                every_draft_filled_a_gap &= composed.filled_a_gap
                 if failed >= MAX_FAILED_ANSWERS:
                     break
             draft_calls = 3 if self.agent.concurrent_checks else 2  # generate, supported (and useful)
@@ -486,8 +491,11 @@ class _Run:
             passages = retried or passages
         read = self.best or passages
         best = quotable(read, await self.wider_evidence())
-        closest = quoted_evidence(self.question, best, UNVERIFIED, read=len(read))
-        await self.step(Step.QUOTE_EVIDENCE, reason=f"{failed} draft(s) failed the checks")
+        gap = bool(failed) and every_draft_filled_a_gap
+        closest = quoted_evidence(
+            self.question, best, NOT_CLEARLY_SAID if gap else NOT_VERIFIED, read=len(read)
+        )
+        await self.step(Step.QUOTE_EVIDENCE, reason=f"{failed} draft(s) failed the checks", filled_a_gap=gap)
         return await self.composed_result(closest, "unverified", best)
 
     def start_widening(self) -> None:

@@ -10,11 +10,11 @@ from dspy.utils import DummyLM
 
 from pipeline.context import Retrieved, whole_passages
 from pipeline.domains import DomainChoice
-from pipeline.extractive import DOCUMENTS_SAY
+from pipeline.extractive import DOCUMENTS_SAY, says_documents_do_not_answer
 from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit
 from pipeline.wording import STEP_TEXT, status_text
-from programs.agent import LLM_UNAVAILABLE, NO_DOCUMENTS, UNVERIFIED, AnswerAgent
+from programs.agent import LLM_UNAVAILABLE, NO_DOCUMENTS, NOT_CLEARLY_SAID, NOT_VERIFIED, AnswerAgent
 from programs.agent_settings import AgentSettings
 from programs.signatures import Supported
 
@@ -352,13 +352,48 @@ def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an
     retriever = ScriptedRetriever(HITS, [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7)])
     result, events = run(agent, model, retriever, sparse_available=False)
     assert result.outcome == "unverified"
-    assert result.answer == f"{UNVERIFIED}\n“The cryostat is warmed up every six months.” [1]"
+    # Vague drafts say nothing of the documents: the lead does not claim they lack the answer.
+    assert result.answer == f"{NOT_VERIFIED}\n“The cryostat is warmed up every six months.” [1]"
+    assert not says_documents_do_not_answer(result.answer)
     assert [c.passage_id for c in result.citations] == ["doc-0001"]
     reasons = [d["reason"] for e in result.trace if e["step"] == "compose" for d in e["dropped"]]
     assert reasons == ["says_nothing", "says_nothing"] and "supported" not in events
     assert len(model.history) == 4, (
         "understand, generate, transform, generate: no LLM check of a vague answer"
     )
+
+
+def test_drafts_that_each_put_forward_what_no_cited_passage_states_end_in_the_documents_do_not_say():
+    """Asked for what the documents lack, a small model fills the gap: a figure no passage
+    states, or a name taken from a passage it does not cite. When every failed draft did so,
+    the lead says the documents do not say it; the same question answered vaguely does not."""
+    hits = [
+        SearchHit(chunk(1, "The cryostat is warmed up every six months."), 0.9),
+        SearchHit(chunk(2, "Interviews take place in a quiet room in the QENSIU."), 0.8),
+    ]
+    question = "Which vacuum pump model does the cryostat use?"
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1), understand_first_turn=False)
+    model = lm(
+        {"answer": "The cryostat uses the Edwards pump [1].", "sources": [1]},  # a name no passage has
+        {"rewritten": "cryostat vacuum pump"},
+        # a name from a passage it does not cite
+        {"answer": "The vacuum pump model the cryostat uses is the QENSIU [1].", "sources": [1]},
+    )
+    retried = [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7), hits[1]]
+    retriever = ScriptedRetriever(hits, retried)
+    result, _ = run(agent, model, retriever, question, sparse_available=False)
+    assert result.outcome == "unverified" and result.answer.startswith(NOT_CLEARLY_SAID)
+    assert says_documents_do_not_answer(result.answer)
+
+    vague = lm(
+        {"answer": "The cryostat uses a vacuum pump [1].", "sources": [1]},
+        {"rewritten": "cryostat vacuum pump"},
+        {"answer": "The vacuum pump model the cryostat uses is the QENSIU [1].", "sources": [1]},
+    )
+    retriever = ScriptedRetriever(hits, retried)
+    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1), understand_first_turn=False)
+    result, _ = run(agent, vague, retriever, question, sparse_available=False)
+    assert result.outcome == "unverified" and result.answer.startswith(NOT_VERIFIED)
 
 
 def test_the_same_passages_are_not_generated_from_twice():
@@ -389,7 +424,7 @@ def test_a_retry_that_would_take_more_than_five_llm_calls_is_not_started():
     )
     result, events = run(agent, model, ScriptedRetriever(HITS), sparse_available=False)
     assert len(model.history) == 3 and "transform_query" not in events
-    assert result.outcome == "unverified" and result.answer.startswith(UNVERIFIED)
+    assert result.outcome == "unverified" and result.answer.startswith(NOT_VERIFIED)
     assert "“The cryostat is warmed up every six months.” [1]" in result.answer
 
 
@@ -634,7 +669,7 @@ def test_a_model_denying_what_a_named_row_states_gets_that_row_quoted_as_what_th
     result, events = run(agent, model, TableRetriever(), asked, sparse_available=False)
     assert result.outcome == "unverified", "the model's denial is a failed draft, not the answer"
     lines = result.answer.split("\n")
-    assert lines[0] == DOCUMENTS_SAY and not result.answer.startswith(UNVERIFIED)
+    assert lines[0] == DOCUMENTS_SAY and not result.answer.startswith(NOT_CLEARLY_SAID)
     row = "“Research and development — Three Months Ended June 30, 2022: 4,109"
     assert any(line.startswith(row) for line in lines)
     assert len(model.history) == 2 and "supported" not in events, "generate, transform; not the same again"

@@ -554,3 +554,28 @@ def test_own_words_are_runs_copied_from_the_evidence_not_the_same_words_rearrang
     )
     assert not in_the_documents_words("No, it precludes the admission into evidence [1].", question, evidence)
     assert not in_the_documents_words("It is used [1].", question, evidence), "too little said to judge by"
+
+
+def test_a_draft_that_puts_forward_a_figure_or_name_its_sources_lack_filled_a_gap():
+    """What tells "the evidence lacks what was asked" from "the draft gave the evidence badly":
+    an invented figure or name fills a gap; a wrong column, a vague sentence or a name from a
+    passage the sentence cites do not."""
+    question = "In Q3 2023, what was Amazon's total R&D budget?"
+    invented = compose_answer(question, "Amazon's total R&D budget was $81,797 million [1].", BY_OFFERING)
+    assert [d.reason for d in invented.dropped] == ["figure"] and invented.filled_a_gap
+    wrong_column = compose_answer(
+        question, "In Q3 2023 Amazon's R&D budget was $14,951 million [1].", BY_OFFERING
+    )
+    assert [d.reason for d in wrong_column.dropped] == ["column"] and not wrong_column.filled_a_gap
+    vague = compose_answer(question, "Amazon reported its total R&D budget for Q3 2023 [1].", BY_OFFERING)
+    assert [d.reason for d in vague.dropped] == ["says_nothing"] and not vague.filled_a_gap
+
+    rooms = passages(
+        "Participants are treated at the spinal injuries unit.",
+        "Interviews take place in a quiet room in the QENSIU.",
+    )
+    headset = "Which headset model does the study use?"
+    elsewhere = compose_answer(headset, "The headset model the study uses is the QENSIU [1].", rooms)
+    assert [d.reason for d in elsewhere.dropped] == ["says_nothing"] and elsewhere.filled_a_gap
+    cited = compose_answer(headset, "The headset model the study uses is the QENSIU [2].", rooms)
+    assert not cited.filled_a_gap
