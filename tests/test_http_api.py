@@ -52,6 +52,23 @@ async def test_ask_returns_the_answer_with_citations(client):
     assert quote["text"] in passage.text, "quoted verbatim from the cited passage"
 
 
+async def test_an_answer_that_the_documents_do_not_say_is_returned_as_such(tmp_path, embedder):
+    """The model's own "the documents do not say" is an outcome of its own; every door's reply
+    model must accept it (it once failed validation, and the user got an error instead)."""
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    settings = load_settings(index__dir=tmp_path / "index", stores__conversations_path=tmp_path / "c.sqlite3")
+    model = DummyLM([{"answer": "The documents do not say.", "sources": []}], adapter=dspy.JSONAdapter())
+    async with (
+        open_service(settings, embedder=embedder, lm=model) as service,
+        TestClient(TestServer(create_app(service))) as client,
+    ):
+        response = await client.post("/v1/ask", json={"question": "Who approved the proposal deadline?"})
+        assert response.status == 200
+        body = await response.json()
+    assert body["outcome"] == "not_in_documents"
+    assert body["answer"].startswith("The documents do not say. The nearest they come:\n“")
+
+
 async def read_events(response) -> list[tuple[str, dict]]:
     """A server-sent event stream as (event, data) pairs."""
     assert response.status == 200 and response.headers["Content-Type"].startswith("text/event-stream")

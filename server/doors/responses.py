@@ -15,14 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.answers import AskResult
+from pipeline.answers import AskResult, Outcome
 from pipeline.context import Context
 from pipeline.types import Chunk
 
 if TYPE_CHECKING:
     from server.core.search import SearchResult
-
-Outcome = Literal["answered", "no_documents", "unverified", "llm_unavailable"]
 
 
 class _Reply(BaseModel):
