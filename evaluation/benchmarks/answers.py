@@ -65,11 +65,13 @@ def bench_answers(
     questions_file: str = "qna_dev.csv",
     systems: Sequence[str] = SYSTEMS,
     lm: Any = None,
+    docs: Path | None = None,
 ) -> dict[str, Any]:
-    """Both systems over the dataset's questions; see the module docstring."""
+    """Both systems over the dataset's questions (over ``docs`` when given, else the dataset's
+    own documents); see the module docstring."""
     questions = load_questions(dataset / questions_file)
     questions = evenly_spread(questions, int(os.environ.get("BENCH_AGENT_QUESTIONS", "0")) or len(questions))
-    settings = indexed_dataset(settings, dataset_docs(dataset), cache_dir, "bench")
+    settings = indexed_dataset(settings, dataset_docs(dataset, docs), cache_dir, "bench")
     rows_file = Path("bench-results") / f"answers_{dataset.name}.jsonl"
     rows_file.parent.mkdir(exist_ok=True)
     rows_file.write_text("")

@@ -28,6 +28,8 @@ from evaluation.context import evaluate_context
 from evaluation.retrieval import evaluate_retrieval
 from server.settings import load_settings
 
+PROBES = Path(__file__).resolve().parents[1] / "probes"
+
 
 def bench_retrieval(dataset: Path) -> dict:
     """SciFact test split, tuned on train: every fusion, with and without expansion."""
@@ -46,6 +48,13 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
         "manual-qa",
         "answers_manual_qa",
         lambda: bench_answers(DATA / "manual-qa", load_settings()),
+    ),
+    "unanswerable-probe": (
+        "pdf-samples",
+        "answers_unanswerable_probe",
+        lambda: bench_answers(
+            PROBES, load_settings(), questions_file="unanswerable.csv", docs=DATA / "pdf-samples"
+        ),
     ),
     "context-manual-qa": (
         "manual-qa",
@@ -67,6 +76,8 @@ DATA_LABELS: dict[str, str] = {
     "llm": "one fixed prompt (the embedded model's speed)",
     "agent": "SEC 10-Q dev; the evidence weights were tuned on these questions, the answers' composition not",
     "manual-qa": "manual-qa dev (20 questions); evidence.document_floor was chosen on them",
+    "unanswerable-probe": "probe: 6 unanswerable questions of our own over the sample PDFs"
+    " (evaluation/probes); written after the dev work, nothing tuned on them",
     "context-manual-qa": "manual-qa dev (20 questions); evidence.document_floor was chosen on them",
     "retrieval": "SciFact test (300 queries); the fusion weights were tuned on SciFact train",
     "scale": "a synthetic index (Zipf-distributed words)",
