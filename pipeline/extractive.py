@@ -154,8 +154,16 @@ class _Reading:
     cited: Collection[int]
     check_figures: bool
 
+    def cited_by(self, sentence: str) -> set[int]:
+        """The passages ``sentence`` rests on (:func:`_cited_by`)."""
+        return _cited_by(sentence, self.cited, self.passages)
+
+    def stated_by(self, sentence: str) -> str:
+        """The text of the passages ``sentence`` rests on, as the model read them."""
+        return "\n".join(self.evidence[n] for n in sorted(self.cited_by(sentence)))
+
     def units_cited_by(self, sentence: str) -> list[QuoteCandidate]:
-        own = _cited_by(sentence, self.cited, self.passages)
+        own = self.cited_by(sentence)
         return [u for u in self.units if u.n in own]
 
 
@@ -346,8 +354,8 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
         reading.passages,
         reading.check_figures,
     )
-    own = _cited_by(sentence, reading.cited, passages)
-    stated = "\n".join(evidence[n] for n in sorted(own))
+    own = reading.cited_by(sentence)
+    stated = reading.stated_by(sentence)
     # A figure the question states is the user's, not the model's invention ("within 60 days").
     unstated = unstated_figures(sentence, f"{stated}\n{question}") if check_figures else set()
     if unstated:
@@ -384,8 +392,7 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
     this tells a draft that had nothing to give from one that gave the evidence badly (a
     vague sentence, a figure from the wrong column, a claim the grounding check refused).
     """
-    own = _cited_by(sentence, reading.cited, reading.passages)
-    stated = "\n".join(reading.evidence[n] for n in sorted(own))
+    stated = reading.stated_by(sentence)
     if unstated_figures(sentence, f"{stated}\n{reading.question}"):
         return True
     return bool(_unknown_names(sentence, stated, reading.question))
