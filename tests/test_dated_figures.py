@@ -39,7 +39,7 @@ def test_figures_at_their_own_dates_stand():
         "Inventories rose from 5,159 million as of January 29, 2023 to $4,779 million in October 2023 [1]."
     )
     answer = compose_answer("How have NVIDIA's inventory levels changed?", right, balance_sheet())
-    assert answer.kind == "answer" and answer.kept == right.replace("rose", "rose"), "the dates are right"
+    assert answer.kind == "answer" and answer.kept == right, "the dates are right"
 
 
 def test_what_cannot_be_told_is_left_alone():
