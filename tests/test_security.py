@@ -790,3 +790,58 @@ async def test_rest_and_mcp_refuse_the_same_requests_with_the_same_words_and_ech
             assert result.is_error, (tool, arguments)
             assert result.content[0].text == f"invalid arguments: {rest_error}", (tool, arguments)
             assert secret not in rest_error, rest_error
+
+
+# Round three, 1. `"collections": []` searched every collection of the index, whatever the key.
+
+
+async def test_an_empty_collection_list_opens_nothing_beyond_the_key_on_any_door(server):
+    keys = {
+        "alpha": {"key": ALPHA},
+        "beta": {"key": BETA, "collections": ["handbook"]},
+        "ghost": {"key": GHOST, "collections": ["other"]},
+    }
+    client, _ = await server(access__api_keys=keys)
+    asks = {"question": "What is the director's salary in euros?", "collections": []}
+    for route, body in (
+        ("/v1/search", {"query": "director salary euros", "collections": []}),
+        ("/v1/ask", asks),
+        ("/v1/ask/stream", asks),
+    ):
+        response = await client.post(route, json=body, headers=bearer(BETA))
+        text = await response.text()
+        assert response.status == 200 and "212,345" not in text and "salaries.md" not in text, route
+    searched = await (
+        await client.post("/v1/search", json={"query": "proposal", "collections": []}, headers=bearer(BETA))
+    ).json()
+    assert searched["passages"] and {h["collection"] for h in searched["passages"]} == {"handbook"}
+    for route, body in (("/v1/search", {"query": "director salary", "collections": []}), ("/v1/ask", asks)):
+        response = await client.post(route, json=body, headers=bearer(GHOST))
+        assert response.status == 400 and "212,345" not in await response.text(), route
+    everything = await (
+        await client.post(
+            "/v1/search", json={"query": "director salary euros", "collections": []}, headers=bearer(ALPHA)
+        )
+    ).json()
+    assert any(SECRET_FACT in h["text"] for h in everything["passages"]), "an unscoped key still reads all"
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    for key in (BETA, GHOST):
+        http = httpx2.AsyncClient(headers=bearer(key), timeout=60)
+        async with (
+            http,
+            Client(streamable_http_client(str(client.make_url("/mcp")), http_client=http)) as mcp,
+        ):
+            for tool, arguments in (
+                ("search", {"query": "director salary euros", "collections": []}),
+                ("ask", asks),
+            ):
+                result = await mcp.call_tool(tool, arguments)
+                shown = json.dumps(result.structured_content) + " ".join(
+                    getattr(c, "text", "") for c in result.content
+                )
+                assert "212,345" not in shown and "salaries.md" not in shown, (key[:4], tool)
+                assert result.is_error == (key == GHOST), (key[:4], tool, shown[:300])

@@ -47,9 +47,14 @@ class Access:
     def allowed_collections(self, requested: list[str] | None, caller: Caller) -> list[str] | None:
         """The collections to search: ``requested`` (or all ``caller`` may read), never beyond them.
 
-        For a caller limited to some collections, one the index lacks is reported here, naming
-        only the collections open to it: the index's own error lists every collection it has.
+        An empty list asks for no particular collection, like an absent one: it means every
+        collection the caller may read, never every collection of the index. For a caller limited
+        to some collections the answer is never empty nor None: one the index lacks is reported
+        here, naming only the collections open to it (the index's own error lists every collection
+        it has), and none left is an error.
         """
+        if not requested:
+            requested = None
         if caller.collections is None:
             return requested
         refused = [c for c in requested or () if c not in caller.collections]

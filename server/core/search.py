@@ -138,7 +138,7 @@ class Searcher:
         request = SearchRequest(
             queries=(query, *(variants or [])),
             mode=mode,  # type: ignore[arg-type]
-            collections=tuple(collections) if collections else None,
+            collections=tuple(collections) if collections is not None else None,
             boosts=self._boosts(domain),
             k=max(k or 0, self.settings.context.candidates) if context else k,
         )
