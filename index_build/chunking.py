@@ -98,9 +98,12 @@ class Chunker:
 CHUNKERS: Registry[Chunker] = Registry("chunker", "index_build.chunkers")
 
 
+PieceKind = Literal["text", "table", "entry"]
+
+
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """A paragraph, or a table (or part of one), as packed into a chunk.
+    """A paragraph, a table (or part of one), or an entry kept whole, as packed into a chunk.
 
     ``block`` is the index of the document block it came from (-1 when the semantic chunker
     rejoined sentences), so evidence extraction can read a split table's full header.
@@ -108,7 +111,7 @@ class Piece:
 
     text: str
     page: int
-    kind: Literal["text", "table"]
+    kind: PieceKind
     block: int = -1
 
 
@@ -117,7 +120,7 @@ class _Unit:
     text: str
     page: int
     tokens: int
-    kind: Literal["text", "table"] = "text"
+    kind: PieceKind = "text"
     block: int = -1
 
 
@@ -219,7 +222,7 @@ def _pack_section(
     units: list[_Unit] = []
     for block in blocks:
         tokens = tokenizer.count(block.text)
-        kind: Literal["text", "table"] = "table" if block.kind == "table" else "text"
+        kind: PieceKind = "table" if block.kind == "table" else "entry" if block.kind == "entry" else "text"
         index = block_index.get(id(block), -1)
         if tokens <= budget:
             units.append(_Unit(block.text, block.page, tokens, kind, index))

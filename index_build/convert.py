@@ -18,6 +18,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from index_build.docling_blocks import docling_to_parsed
 from index_build.document import Block, ParsedDocument
 from index_build.limits import IngestLimits, check_file, check_pages
 from index_build.pdf_layout import Word, drop_running_headers, is_bold_font, lines_to_blocks, words_to_lines
@@ -190,55 +191,6 @@ def _standard_pdf_option(models_dir: Path) -> Any:
         ) from exc
     options = PdfPipelineOptions(artifacts_path=str(models_dir), do_ocr=False, do_table_structure=True)
     return PdfFormatOption(pipeline_options=options)
-
-
-def docling_to_parsed(doc: Any, fallback_title: str) -> ParsedDocument:
-    """Flatten a ``DoclingDocument`` into heading, text and Markdown table blocks."""
-    from docling_core.types.doc import (
-        DocItemLabel,
-        GroupLabel,
-        SectionHeaderItem,
-        TableItem,
-        TextItem,
-        TitleItem,
-    )
-
-    blocks: list[Block] = []
-    title = ""
-    inline_group = None  # the inline group (a paragraph with inline code or links) being joined
-    for item, _depth in doc.iterate_items():
-        parent = item.parent.resolve(doc) if item.parent is not None else None
-        in_inline = getattr(parent, "label", None) == GroupLabel.INLINE
-        if in_inline and isinstance(item, TextItem) and inline_group == item.parent.cref and blocks:
-            # Pieces of one paragraph: join them, without a space before punctuation.
-            text = item.text.strip()
-            separator = "" if text[:1] in ",.;:!?)" else " "
-            last = blocks[-1]
-            blocks[-1] = Block(last.kind, last.text + separator + text, last.page)
-            continue
-        inline_group = item.parent.cref if in_inline else None
-        page = item.prov[0].page_no if getattr(item, "prov", None) else 0
-        if isinstance(item, TitleItem):
-            title = title or item.text.strip()
-            blocks.append(Block("heading", item.text.strip(), page, 1))
-        elif isinstance(item, SectionHeaderItem):
-            blocks.append(Block("heading", item.text.strip(), page, item.level + 1))
-        elif isinstance(item, TableItem):
-            markdown = item.export_to_markdown(doc=doc).strip()
-            if markdown:
-                blocks.append(Block("table", markdown, page))
-        elif isinstance(item, TextItem):
-            if item.label in (DocItemLabel.PAGE_HEADER, DocItemLabel.PAGE_FOOTER):
-                continue
-            text = item.text.strip()
-            if text:
-                prefix = "- " if item.label == DocItemLabel.LIST_ITEM else ""
-                blocks.append(Block("text", prefix + text, page))
-    page_count = len(doc.pages) if getattr(doc, "pages", None) else 0
-    first_heading = next((b.text for b in blocks if b.kind == "heading"), "")
-    return ParsedDocument(
-        title=title or first_heading or fallback_title, blocks=tuple(blocks), page_count=page_count
-    )
 
 
 def _convert_text(path: Path) -> ParsedDocument:

@@ -6,6 +6,8 @@ period each figure belongs to. So each chunk is cut into units:
 
 - a paragraph into its list items ("1. ... 2. ...") and sentences; a sentence of fewer than
   three words is dropped, a list item never (a finding or criterion may be two words);
+- an entry (a definition-list entry, term and description, or a code block:
+  :mod:`index_build.docling_blocks`) is one unit, whole;
 - a table into rows. The table is read whole (a long table is split over several chunks
   and only its first header row is repeated): the rows above its first data row are the
   header, and their cells are aligned to the value columns. A cell spanning two columns
@@ -47,8 +49,8 @@ MIN_SENTENCE_WORDS = 3
 # into paragraphs, change: an index built by another version is rebuilt (2: unit vectors pooled
 # from their chunk, see unit_spans; 3: paragraphs by the PDF's line spacing, inline numbered
 # lists cut into items, no sentence end after an abbreviation or initial; 4: inline bullets;
-# 5: running headers and footers left out).
-EVIDENCE_VERSION = 5
+# 5: running headers and footers left out; 6: definition entries and code blocks whole).
+EVIDENCE_VERSION = 6
 FURNITURE_MIN_PAGES = 4
 FURNITURE_SHARE = 0.15
 _PAGE_NUMBER_AT_AN_END = re.compile(r"^(?:page\s+)?\d{1,4}\b\s*|\s*\b(?:page\s+)?\d{1,4}$", re.IGNORECASE)
@@ -198,6 +200,9 @@ def document_units(
                         # A label wrapped onto the line above stays with its row unless a split parted them.
                         text = row.text if row.text in piece.text else line
                         found.append(("row", text, piece.page, table.header, row.group))
+            elif piece.kind == "entry":  # a definition or a code block: one unit, whole
+                if _WORD.search(piece.text):
+                    found.append(("sentence", piece.text, piece.page, "", ""))
             else:
                 for sentence in split_sentences(piece.text):
                     long_enough = len(_WORD.findall(sentence)) >= MIN_SENTENCE_WORDS or is_list_item(sentence)
