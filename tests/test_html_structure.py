@@ -71,7 +71,7 @@ def test_a_definition_and_a_code_block_are_each_one_block_and_navigation_is_left
 
 
 def test_a_navigation_bar_is_a_small_table_of_links_and_a_real_table_of_links_is_not():
-    bar = "| [Prev](a.html) | [Up](b.html) | [Next](c.html) |\n|---|---|---|\n| Title | [Home](i.html) | Next |"
+    bar = "| [Prev](a) | [Up](b) | [Next](c) |\n|---|---|---|\n| Title | [Home](i.html) | Next |"
     assert navigation_links(bar) == {"prev", "up", "next", "home"}
     images = "| Prev <!-- image --> | | Next <!-- image --> |\n|---|---|---|\n| 4 | Home <!-- image --> | 6 |"
     assert navigation_links(images) == {"prev", "next", "home"}
