@@ -123,15 +123,29 @@ def _phrase_scores(must_have: Sequence[str], answer: str, quoted: Sequence[str])
 
 def indexed_dataset(settings: Settings, docs: Path, cache_dir: Path, purpose: str) -> Settings:
     """``settings`` answering over ``docs``, indexed (or brought up to date) in ``cache_dir``, with a
-    conversation store of their own for ``purpose`` ("eval", "bench", "replay")."""
+    conversation store of their own for ``purpose`` ("eval", "bench", "replay").
+
+    A folder that holds only folders (techdocs: ``postgresql/``, ``debian-reference/``) is one
+    collection per folder, named by it; any other folder is one collection, named by the corpus.
+    """
     settings = settings.changed(
         {
             "index.dir": cache_dir / f"{corpus_name(docs)}-docs",
             "stores.conversations_path": cache_dir / f"{purpose}-conversations.sqlite3",
         }
     )
-    run_ingest(settings, [docs], collection=corpus_name(docs))
+    folders = collection_folders(docs)
+    if folders:
+        run_ingest(settings, folders)
+    else:
+        run_ingest(settings, [docs], collection=corpus_name(docs))
     return settings
+
+
+def collection_folders(docs: Path) -> list[Path]:
+    """The folders of ``docs`` when it holds nothing else (each one a collection), else []."""
+    entries = sorted(p for p in docs.iterdir() if not p.name.startswith("."))
+    return entries if entries and all(p.is_dir() for p in entries) else []
 
 
 def answer_row(question: Question, agent: AgentAnswer, seconds: float) -> dict[str, Any]:

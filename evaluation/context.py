@@ -37,9 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluation.answers import collection_folders
 from evaluation.questions import Question, corpus_name, dataset_docs, load_questions, phrases_found
 from index_build.builder import IngestProgress, NoProgress
 from pipeline.context import ContextConfig
+from pipeline.conversation import search_query
 from pipeline.figures import all_numbers, figures, stated_figures
 from server.core.ingest import run_ingest
 from server.service import open_service
@@ -47,6 +49,7 @@ from server.settings import Settings
 
 BUDGETS = (1000, 2000, 4000)
 ALL_TYPES = "all"
+HALF = "half:"  # rows per half of the question file (tune: even rows, report: odd rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +85,11 @@ def evaluate_context(
     docs = dataset_docs(dataset_dir, docs)
     questions = load_questions(dataset_dir / questions_file)
     settings = settings.changed({"index.dir": cache_dir / f"{corpus_name(docs)}-docs"})
-    ingest = run_ingest(settings, [docs], collection=corpus_name(docs), progress=progress)
+    folders = collection_folders(docs)
+    if folders:
+        ingest = run_ingest(settings, folders, progress=progress)
+    else:
+        ingest = run_ingest(settings, [docs], collection=corpus_name(docs), progress=progress)
     runs = asyncio.run(_run(settings, questions, budgets, strategies))
     return {
         "dataset": str(dataset_dir),
@@ -92,7 +99,12 @@ def evaluate_context(
         "index": {"version": ingest.version, "documents": ingest.documents, "chunks": ingest.chunks},
         "candidates": settings.context.candidates,
         "runs": [run for run in runs if run["question_type"] == ALL_TYPES],
-        "runs_by_question_type": [run for run in runs if run["question_type"] != ALL_TYPES],
+        "runs_by_half": [run for run in runs if run["question_type"].startswith(HALF)],
+        "runs_by_question_type": [
+            run
+            for run in runs
+            if run["question_type"] != ALL_TYPES and not run["question_type"].startswith(HALF)
+        ],
     }
 
 
@@ -101,11 +113,15 @@ async def _run(
 ) -> list[dict[str, Any]]:
     totals: dict[tuple[str, int, str], dict[str, Any]] = {}
     base = settings.context
+    by_ident = {q.ident: q for q in questions if q.ident}
     async with open_service(settings) as service:
         for question in questions:
             gold = figures(question.answer)
             # One retrieval per question; every strategy and budget selects from the same hits.
-            result = await service.search(question.text, k=settings.context.candidates)
+            # A follow-up is searched as the agent searches it: with the question it continues.
+            earlier = by_ident.get(question.follow_up_of)
+            query = search_query(question.text, [earlier.text] if earlier else [])
+            result = await service.search(query, k=settings.context.candidates)
             for strategy in strategies:
                 for budget in budgets:
                     config: ContextConfig = base.model_copy(
@@ -114,9 +130,9 @@ async def _run(
                     started = time.perf_counter()
                     context = await service.assemble_context(result, config)
                     elapsed_ms = (time.perf_counter() - started) * 1000
-                    sources = {Path(p.chunk.source).name for p in context.pieces}
+                    sources = {p.chunk.source for p in context.pieces}
                     found = all_numbers(context.text)
-                    for kind in {ALL_TYPES, question.kind or ALL_TYPES}:
+                    for kind in {ALL_TYPES, question.kind or ALL_TYPES, HALF + question.half}:
                         total = totals.setdefault(
                             (strategy.name, budget, kind),
                             {

@@ -2,10 +2,15 @@
 
 - SEC 10-Q style: columns ``Question``, ``Source Docs`` (a file-name glob), ``Answer`` and
   optionally ``Question Type``; an answer is scored by the gold answer's figures.
-- manual-qa style: columns ``question``, ``type``, ``source_file`` (file names separated by
-  ``;``), ``gold_answer``, ``must_have`` (phrases separated by ``|``) and ``answerable``; an
-  answer is scored by the must-have phrases it contains, and an unanswerable question by
-  whether the answer says the documents do not answer it.
+- manual-qa style (and techdocs): columns ``question``, ``type``, ``source_file`` (file names,
+  or paths below the documents folder, separated by ``;``), ``gold_answer``, ``must_have``
+  (phrases separated by ``|``) and ``answerable``, optionally ``id`` and ``follow_up_of`` (the
+  id of the question a follow-up continues); an answer is scored by the must-have phrases it
+  contains, and an unanswerable question by whether the answer says the documents do not
+  answer it.
+
+Every question knows its row (0 for the first data row of the file): the benchmarks tune on
+the even rows and report on the odd ones (:attr:`Question.half`).
 
 Phrase matching follows the manual-qa README: case-insensitive, whitespace collapsed, curly
 quotes and dashes folded to ASCII, and a phrase that starts or ends with a letter or digit
@@ -41,15 +46,31 @@ class Question:
     kind: str = ""
     must_have: tuple[str, ...] = ()
     answerable: bool = True
+    row: int = 0
+    ident: str = ""
+    follow_up_of: str = ""  # the ident of the question this one continues in a conversation
+
+    @property
+    def half(self) -> str:
+        """``tune`` for the even rows of the file, ``report`` for the odd ones."""
+        return "tune" if self.row % 2 == 0 else "report"
 
     def gold_found(self, sources: Iterable[str]) -> bool:
         """Whether every gold document is among ``sources`` (paths or file names)."""
-        names = {Path(s).name for s in sources}
-        return all(any(fnmatch.fnmatch(n, glob) for n in names) for glob in self.gold_docs)
+        sources = list(sources)
+        return all(any(_matches(s, glob) for s in sources) for glob in self.gold_docs)
 
     def is_gold(self, source: str) -> bool:
         """Whether ``source`` is one of the gold documents."""
-        return any(fnmatch.fnmatch(Path(source).name, glob) for glob in self.gold_docs)
+        return any(_matches(source, glob) for glob in self.gold_docs)
+
+
+def _matches(source: str, glob: str) -> bool:
+    """Whether ``source`` (a path or a file name) is the file ``glob`` names: by its name, or by
+    as many trailing path parts as the glob has ("postgresql/sql-merge.html")."""
+    parts = Path(glob).parts
+    tail = Path(source).parts[-len(parts) :]
+    return len(tail) == len(parts) and fnmatch.fnmatch("/".join(tail), "/".join(parts))
 
 
 def load_questions(path: Path) -> list[Question]:
@@ -69,12 +90,16 @@ def load_questions(path: Path) -> list[Question]:
                 r.get("type", ""),
                 tuple(p.strip() for p in r["must_have"].split("|") if p.strip()),
                 r["answerable"].strip().lower() != "no",
+                row,
+                r.get("id", "").strip(),
+                (r.get("follow_up_of") or "").strip(),
             )
-            for r in rows
+            for row, r in enumerate(rows)
         ]
     _require(path, columns, {"Question", "Source Docs", "Answer"})
     return [
-        Question(r["Question"], (r["Source Docs"],), r["Answer"], r.get("Question Type", "")) for r in rows
+        Question(r["Question"], (r["Source Docs"],), r["Answer"], r.get("Question Type", ""), row=row)
+        for row, r in enumerate(rows)
     ]
 
 
