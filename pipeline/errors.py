@@ -32,6 +32,10 @@ class InvalidRequestError(PermanentError):
     """A request names something that does not exist or breaks a limit (mode, domain, size)."""
 
 
+class UnsupportedMediaError(InvalidRequestError):
+    """A request body sent as another type than the one the route reads (HTTP 415)."""
+
+
 class DocumentError(PermanentError):
     """One input document could not be read: corrupt, encrypted, empty or unsupported."""
 

@@ -21,6 +21,7 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from server.settings import ApiKeySettings, Settings
 from server.stores.keys import KeyStore, StoredKey, split_key
 
 log = logging.getLogger(__name__)
+
+KEY_CHECK_S = 2.0  # a keyless server looks this often whether a key has been created since
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +103,10 @@ def _read_keys_file(path: Path) -> dict[str, ApiKeySettings]:
 class Authenticator:
     """Turns an ``Authorization`` header into a :class:`Caller` (or None when it is not a valid key).
 
-    Keys are required as soon as any is configured or the store has ever held one, as found
-    when the server starts; a server started without keys stays a loopback-only server.
+    Keys are required as soon as any is configured or the store has ever held one: found when
+    the server starts, and while it has none, looked for again at most every
+    :data:`KEY_CHECK_S` seconds, so that the first key created on a running keyless server
+    (loopback only) is enforced on its next requests, not after a restart.
     """
 
     def __init__(
@@ -114,10 +119,11 @@ class Authenticator:
         self.store = store
         self.clock = clock
         self.required = bool(keys) or (store is not None and store.has_keys())
+        self._checked_at = time.monotonic()
 
     async def caller(self, authorization: str) -> Caller | None:
         """The caller a bearer key belongs to; without any key, the local caller."""
-        if not self.required:
+        if not await self._keys_required():
             return LOCAL_CALLER
         scheme, _, given = authorization.partition(" ")
         presented = given.strip()
@@ -126,6 +132,17 @@ class Authenticator:
         if self.store is not None and split_key(presented) is not None:
             return self._stored_caller(await asyncio.to_thread(self.store.verify, presented))
         return self._configured_caller(presented.encode("utf-8", "replace"))
+
+    async def _keys_required(self) -> bool:
+        """Whether keys are required now (see the class docstring)."""
+        if self.required or self.store is None:
+            return self.required
+        if time.monotonic() - self._checked_at >= KEY_CHECK_S:
+            self._checked_at = time.monotonic()
+            if await asyncio.to_thread(self.store.has_keys):
+                log.warning("an API key was created: from now on every request needs one")
+                self.required = True
+        return self.required
 
     async def close(self) -> None:
         """Close the key store's database (the application's cleanup calls this)."""

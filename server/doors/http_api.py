@@ -37,6 +37,7 @@ from pipeline.errors import (
     NotFoundError,
     TransientError,
     UnauthenticatedError,
+    UnsupportedMediaError,
 )
 from pipeline.steps import Step
 from server.core.access import require_scope
@@ -112,6 +113,8 @@ async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitab
         return _error(403, str(exc))
     except NotFoundError as exc:
         return _error(404, str(exc))
+    except UnsupportedMediaError as exc:
+        return _error(415, str(exc))
     except InvalidRequestError as exc:
         return _error(400, str(exc))
     except (TransientError, ConfigurationError) as exc:
@@ -124,13 +127,42 @@ async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitab
 async def _authenticate(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ):
-    """The caller of ``/v1/*`` and ``/metrics``, from its API key (401 without a valid one)."""
+    """The caller of ``/v1/*`` and ``/metrics``, from its API key (401 without a valid one).
+
+    A server without keys answers only requests made to it by a loopback name (or a configured
+    public host): a web page on a DNS-rebinding domain that the operator opens reaches the
+    loopback address too, but under its own name, and gets 421.
+    """
     if request.path.startswith("/v1/") or request.path == "/metrics":
-        caller = await request.app[AUTHENTICATOR].caller(request.headers.get("Authorization", ""))
+        authenticator = request.app[AUTHENTICATOR]
+        caller = await authenticator.caller(request.headers.get("Authorization", ""))
         if caller is None:
             raise UnauthenticatedError("a valid API key is required: send Authorization: Bearer <key>")
+        if caller is LOCAL_CALLER and not _named_locally(request):
+            return _error(421, "a server without API keys answers requests to its loopback address only")
         request[CALLER] = caller
     return await handler(request)
+
+
+_LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
+
+
+def _named_locally(request: web.Request) -> bool:
+    """Whether the request names this server by a loopback name or a configured public host (its
+    ``Host``, and its ``Origin`` when a browser sends one)."""
+    allowed = _LOOPBACK_NAMES | {h.lower() for h in request.app[SERVICE].settings.access.public_hosts}
+    names = [request.headers.get("Host", "")]
+    if origin := request.headers.get("Origin"):
+        names.append(origin.partition("://")[2] or origin)
+    return all(_host_name(name) in allowed for name in names)
+
+
+def _host_name(authority: str) -> str:
+    """``host`` of ``host:port`` (``[::1]`` of ``[::1]:8080``), lower case."""
+    authority = authority.strip().lower().rstrip("/")
+    if authority.startswith("["):
+        return authority.split("]", 1)[0] + "]"
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:

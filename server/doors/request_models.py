@@ -20,7 +20,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.answers import FEEDBACK_LABELS
-from pipeline.errors import InvalidRequestError
+from pipeline.errors import InvalidRequestError, UnsupportedMediaError
 from pipeline.retrieval import MAX_SEARCH_K
 
 MAX_TEXT_CHARS = 20_000  # the largest max_question_chars allows; the service applies the configured one
@@ -107,7 +107,15 @@ Body = TypeVar("Body", bound=BaseModel)
 
 
 async def read_body(request: web.Request, model: type[Body]) -> Body:
-    """The request body as ``model``, or :class:`InvalidRequestError` saying what is wrong with it."""
+    """The request body as ``model``, or :class:`InvalidRequestError` saying what is wrong with it.
+
+    Only a body sent as ``application/json`` is read: a web page may post ``text/plain`` to any
+    address without asking the browser's leave (no CORS preflight), JSON it may not.
+    """
+    if request.content_type != "application/json":
+        raise UnsupportedMediaError(
+            f"send the body as JSON with Content-Type: application/json (not {request.content_type[:60]!r})"
+        )
     charset = request.charset
     if charset is not None and charset.lower().replace("_", "-") not in {"utf-8", "utf8"}:
         raise InvalidRequestError(f"the body must be JSON in UTF-8, not {charset[:40]!r}")
