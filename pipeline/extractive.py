@@ -1,38 +1,28 @@
-"""Extractive-first answers: the documents' own words lead, and code decides what the model may add.
+"""The answer a user reads: the model's sentences that code can trace to the evidence, and the
+few quotes that carry them.
 
 A small model paraphrases good evidence into vague or wrong sentences ("Yes, the company
-announced a major acquisition [1]"). So the answer a user reads is built by code:
+announced a major acquisition [1]"). So code reads the model's reply sentence by sentence and
+keeps a sentence only if it can trace it to the evidence it cites:
 
-1. the model's reply is cut into sentences, and each is kept only if code can trace it to the
-   evidence it cites: every figure stated by a cited unit or the question
-   (:func:`pipeline.figures.unstated_figures`),
-   no rise where the cited unit writes the number as a decrease ("a 3% increase" of a
-   "Change: (3)%"), no figure of one table row written beside another row's label
-   (:mod:`pipeline.row_labels`; the named row's cell is put in its place when the table says
-   what it is of), and none from an earlier year's column than the one the
-   sentence names (the right column's cell is put in its place: :mod:`pipeline.columns`),
-   every name it writes (a capitalised word past the sentence's first, an
-   acronym's expansion)
-   found in the evidence or the question (a small model often cites the neighbouring passage;
-   a wrong citation is not an invented name), and no "yes" where the evidence that answers
-   the question says "not" / "no" / "precludes"; a sentence that leans on a dropped one
-   ("This increase was offset ...") goes with it;
+1. every figure it states stands in a cited unit or the question
+   (:func:`pipeline.figures.unstated_figures`); every name it writes (a capitalised word past
+   the sentence's first) stands in the evidence or the question (a small model often cites the
+   neighbouring passage: a wrong citation is not an invented name); a "yes" does not stand
+   against the evidence that answers the question when that evidence says "not" / "no" /
+   "precludes" (the unit it cites, or the unit quoted as answering the question); a sentence
+   that leans on a dropped one ("This increase was offset ...") goes with it; rule packs for
+   particular documents may judge it too (:mod:`pipeline.answer_rules`);
 2. what is kept must say something the question did not: a figure, or a word of the evidence
    the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped, and so
    are a question (the user's echoed, or one asked back) and a sentence that gives a
-   passage's label (its document, heading and page) as the answer;
-3. the answer then quotes the evidence units that carry it, in the document's words, under
-   their citation numbers (a table row as its cells beside their column labels), chosen by
-   :func:`pipeline.quotes.choose_quotes` from the passages the model cited, beside the
-   strongest unit the search found (:func:`pipeline.quotes.with_strongest_unit`) and the two
-   units that best match the question (:func:`pipeline.quotes.with_best_match`), the row the
-   question names by its label (:mod:`pipeline.named_rows`), and, for a
-   question that names no period, the same table rows (and notes) in the context's other documents
-   (:mod:`pipeline.same_rows`). Nothing quoted is ever retyped by the model;
-4. a share the question asks for ("what percentage of revenue …") is divided by code from two
-   rows of the evidence, its inputs shown (:mod:`pipeline.ratios`), after the model's kept
-   sentences or alone when none was kept. The same rows and a share's rows may come from evidence the
-   model did not read (the agent quotes from a wider selection than its prompt holds).
+   passage's label (its document, heading and page) as the answer.
+
+The kept sentences are the answer's text, as the model wrote them (a procedure's steps keep
+their lines). Under it stand at most ``QUOTE_LIMIT`` quotes, each one unit of the evidence the
+model read in the document's own words (:func:`answering_quotes`): the unit that best carries
+the answer among those it cites, the unit that best answers the question, and the one that
+best answers what those two leave of it; never a dump of the context.
 
 A reply that opens by saying the documents do not answer is kept as such, with the nearest
 evidence quoted, so that the user sees why (said later, it qualifies an answer and is kept).
@@ -43,38 +33,25 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from pipeline.answer_rules import AnswerRules
 from pipeline.answers import Quote
 from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, cited_numbers
-from pipeline.columns import (
-    ColumnFix,
-    figures_for_named_rows,
-    figures_from_earlier_columns,
-    with_columns_fixed,
-)
 from pipeline.context import Passage
-from pipeline.dated_figures import misdated_figures
-from pipeline.figures import figures, rise_of_a_decrease, unstated_figures, written_forms
-from pipeline.named_rows import row_the_question_names, rows_the_question_names
-from pipeline.ordering import split_sentences
-from pipeline.quotes import (
-    QuoteCandidate,
-    choose_quotes,
-    quote_candidates,
-    with_best_match,
-    with_strongest_unit,
-)
-from pipeline.ratios import derived_ratio, printed_shares
-from pipeline.row_labels import figures_from_other_rows
-from pipeline.same_rows import same_rows_elsewhere
+from pipeline.figures import figures, unstated_figures, written_forms
+from pipeline.ordering import is_list_item, split_sentences
+from pipeline.quotes import QuoteCandidate, best_matches, content_words, excerpt, quote_candidates
 from pipeline.text import analyze
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
-LEAD_QUOTES = 3
+QUOTE_LIMIT = 3  # quotes under an answer: each one that answers, never a dump of the context
+QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about
+MIN_QUOTE_CHARS = 80  # a quote is cut no shorter; less room left than this ends the quotes
+NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
 NOT_IN_DOCUMENTS = "The documents do not say."
-NEAREST_EVIDENCE = "The nearest they come:"
+NEAREST_EVIDENCE = "The nearest they come is quoted below."
 DOCUMENTS_SAY = "The documents say:"
 
 _NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][\w'’&.-]*[A-Za-z]")
@@ -122,7 +99,16 @@ class DroppedSentence:
 
     sentence: str
     reason: Literal[
-        "figure", "direction", "row", "column", "name", "negation", "label", "says_nothing", "dangling"
+        "figure",
+        "direction",
+        "row",
+        "column",
+        "name",
+        "negation",
+        "label",
+        "says_nothing",
+        "dangling",
+        "absent",
     ]
     detail: tuple[str, ...] = ()
 
@@ -145,7 +131,7 @@ class ComposedAnswer:
 @dataclass(frozen=True, slots=True)
 class _Reading:
     """What each sentence of a reply is checked against: the question, the numbered passages (as
-    the model read them, and as quotable units), the passages the reply cites."""
+    the model read them, and as quotable units), the passages the reply cites, the rule packs."""
 
     question: str
     passages: Sequence[Passage]
@@ -153,6 +139,8 @@ class _Reading:
     units: Sequence[QuoteCandidate]
     cited: Collection[int]
     check_figures: bool
+    rules: Sequence[AnswerRules] = ()
+    absent: Sequence[str] = ()
 
     def cited_by(self, sentence: str) -> set[int]:
         """The passages ``sentence`` rests on (:func:`_cited_by`)."""
@@ -171,28 +159,30 @@ def compose_answer(
     question: str,
     reply: str,
     passages: Sequence[Passage],
-    lead_quotes: int = LEAD_QUOTES,
+    *,
     check_figures: bool = True,
-    read: int | None = None,
+    rules: Sequence[AnswerRules] = (),
+    limit: int = QUOTE_LIMIT,
+    absent: Sequence[str] = (),
 ) -> ComposedAnswer:
-    """The extractive-first answer built from the model's ``reply``; see the module docstring.
+    """The answer built from the model's ``reply`` to ``question`` over ``passages`` (the
+    evidence it read, numbered from 1); see the module docstring.
 
     Without ``check_figures`` a figure no cited unit states is let through (names, negations
-    and saying something new are still checked). The model read the first ``read`` passages
-    (all by default); the others may be quoted, never cited by the model.
+    and saying something new are still checked). ``rules`` are the rule packs in use.
+    ``absent`` are the question's technical names that no document of the search mentions
+    (:mod:`pipeline.absent`): a sentence that states something of one cannot rest on the
+    documents and goes, and the answer says which the documents never mention.
     """
-    model_read = passages if read is None else passages[:read]
-    cited = cited_numbers(reply, len(model_read))
+    cited = cited_numbers(reply, len(passages))
     sentences = answer_sentences(reply)
     units = quote_candidates(passages)
     if sentences and says_documents_do_not_answer(sentences[0]):  # later, it qualifies an answer
-        if rows_the_question_names(question, units):  # they do say it: not an answer to show
+        if any(pack.holds_what_is_asked(question, units) for pack in rules):  # they do say it
             return ComposedAnswer("", "quotes", "", [], [DroppedSentence(sentences[0], "says_nothing")])
-        nearest = choose_quotes(None, passages, (), limit=2)
-        text = "\n".join([f"{NOT_IN_DOCUMENTS} {NEAREST_EVIDENCE}", *_quote_lines(nearest)])
-        return ComposedAnswer(text, "not_in_documents", "", nearest)
+        return not_in_documents(question, passages, units, absent)
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
-    reading = _Reading(question, model_read, evidence, units, cited, check_figures)
+    reading = _Reading(question, passages, evidence, units, cited, check_figures, tuple(rules), tuple(absent))
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
     corrected: list[str] = []
@@ -202,64 +192,157 @@ def compose_answer(
         after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
         if problem is None:
             kept.append(placed)
-            corrected += [fix.describe() for fix in fixes]
+            corrected += fixes
         else:
             dropped.append(problem)
-    kept_text = " ".join(kept)
-    kept_evidence = [evidence[n] for n in sorted(cited_numbers(kept_text, len(model_read)) or cited)]
-    if kept and says_nothing_new(kept_text, question, kept_evidence):
+    kept_text = _joined_sentences(kept)
+    # What the kept sentences rest on: the passages they cite, else those the reply cites, else all.
+    kept_cited = cited_numbers(kept_text, len(passages)) or set(cited) or set(evidence)
+    if kept and says_nothing_new(kept_text, question, [evidence[n] for n in sorted(kept_cited)]):
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
-    kept_cited = cited_numbers(kept_text, len(model_read)) or cited
-    read_units = [u for u in units if u.n <= len(model_read)]
-    answering = choose_quotes(
-        f"{question}\n{kept_text}",
-        model_read,
-        kept_cited,
-        lead_quotes,
-        strongest_slots=0,
-        fill=False,
-        units=read_units,
-    )
-    strongest = with_strongest_unit(answering, model_read, read_units)
-    quotes = with_best_match(question, strongest, model_read, read_units)
-    derivation, quotes = _with_rows_code_finds(question, quotes, units)
-    if derivation:  # a share code derived from two cited cells answers what it asks
-        kept_text = "\n".join([kept_text, derivation]).strip()
-    lines = _quote_lines(quotes)
+    quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit)
+    derived, quotes, _ = _rows_the_packs_quote(question, quotes, units, rules)
     gap = any(offers_what_its_sources_lack(d.sentence, reading) for d in dropped)
+    # A line a pack derived from the documents' cells, its inputs shown, is an answer too.
+    kept_text = "\n".join(line for line in (kept_text, derived) if line)
+    if absent and not kept_text and any(d.reason == "absent" for d in dropped):
+        composed = not_in_documents(question, passages, units, absent)
+        return replace(composed, dropped=dropped)
     if kept_text:
-        return ComposedAnswer(
-            "\n".join([kept_text, "", *lines]), "answer", kept_text, quotes, dropped, corrected, gap
-        )
-    return ComposedAnswer("\n".join([DOCUMENTS_SAY, *lines]), "quotes", "", quotes, dropped, corrected, gap)
+        text = f"{never_mentioned(absent)} {kept_text}" if absent else kept_text
+        return ComposedAnswer(text, "answer", kept_text, quotes, dropped, corrected, gap)
+    return ComposedAnswer(DOCUMENTS_SAY, "quotes", "", quotes, dropped, corrected, gap)
+
+
+def not_in_documents(
+    question: str, passages: Sequence[Passage], units: Sequence[QuoteCandidate], absent: Sequence[str] = ()
+) -> ComposedAnswer:
+    """The documents do not say it (or never mention the names ``absent``), and the nearest they
+    come, quoted."""
+    nearest = answering_quotes(question, "", passages, units, limit=NEAREST_QUOTES)
+    lead = never_mentioned(absent) if absent else NOT_IN_DOCUMENTS
+    return ComposedAnswer(f"{lead} {NEAREST_EVIDENCE}", "not_in_documents", "", nearest)
+
+
+def never_mentioned(names: Sequence[str]) -> str:
+    """ "The documents do not mention pg_cron." (or "pg_cron or PgBouncer")."""
+    return f"The documents do not mention {' or '.join(names)}."
 
 
 def quoted_evidence(
-    question: str, passages: Sequence[Passage], lead: str, limit: int = LEAD_QUOTES, read: int | None = None
+    question: str,
+    passages: Sequence[Passage],
+    lead: str,
+    rules: Sequence[AnswerRules] = (),
+    limit: int = QUOTE_LIMIT,
 ) -> ComposedAnswer:
-    """The evidence that best matches the question, quoted under ``lead``: what the user gets
-    when no answer of the model's could be verified. The best matches come from the first
-    ``read`` passages (those the search ranked for the model; all by default), the same rows
-    of other periods and the shares derived by code from all."""
+    """The evidence that best answers the question, quoted under ``lead``: what the user gets
+    when no answer of the model's could be verified. A rule pack may add the rows the question
+    names (and a share derived from them); then "The documents say:" leads instead."""
     units = quote_candidates(passages)
-    model_read = passages if read is None else passages[:read]
-    best = range(1, len(model_read) + 1)
-    quotes = choose_quotes(
-        question,
-        model_read,
-        best,
-        limit,
-        strongest_slots=0,
-        fill=False,
-        units=[u for u in units if u.n in best],
-    )
-    derivation, quotes = _with_rows_code_finds(question, quotes, units)
-    named_rows = {unit.text for unit in rows_the_question_names(question, units)}
-    if derivation or any(q.text in named_rows for q in quotes):
-        lead = DOCUMENTS_SAY  # code found what the question names: the documents do say it
-    lines = [lead, *([derivation] if derivation else []), *_quote_lines(quotes)]
+    quotes = answering_quotes(question, "", passages, units, limit=limit)
+    derived, quotes, leads = _rows_the_packs_quote(question, quotes, units, rules)
+    lines = [DOCUMENTS_SAY if leads else lead, *([derived] if derived else [])]
     return ComposedAnswer("\n".join(lines), "quotes", "", quotes)
+
+
+def answering_quotes(
+    question: str,
+    answer: str,
+    passages: Sequence[Passage],
+    units: Sequence[QuoteCandidate] | None = None,
+    cited: Collection[int] = (),
+    limit: int = QUOTE_LIMIT,
+    chars: int = QUOTE_CHARS,
+) -> list[QuoteCandidate]:
+    """At most ``limit`` units of ``passages`` that answer, in reading order, none twice:
+
+    1. the one that best carries ``answer`` among the passages it cites (its figures first,
+       then its words);
+    2. the one that best matches ``question`` in all the passages (a small model often cites the
+       neighbouring passage: the unit that answers is quoted whatever the answer cites);
+    3. the next ones in that unit's document, each matching first what the quotes leave of the
+       question, else the question again (deeper before wider: another document's unit would
+       answer a question not asked, another period's row for a question that names its period);
+    4. with room left, the strongest unit by retrieval score, when the search ranked it above
+       every unit quoted and it shares a word with the question (word matching misses
+       "acquired" for "acquisitions"; the search's ranking may not).
+
+    Together they hold about ``chars`` characters: a long unit is cut to its sentences that
+    answer (:func:`pipeline.quotes.excerpt`), and no further quote is added once less than
+    ``MIN_QUOTE_CHARS`` of the room is left. A unit that matches nothing fills no slot.
+    """
+    units = quote_candidates(passages) if units is None else units
+    if not units or limit <= 0:
+        return []
+    chosen: list[QuoteCandidate] = []
+    whole: list[QuoteCandidate] = []  # the chosen units before they were cut
+    room = chars
+
+    def add(found: Sequence[QuoteCandidate]) -> bool:
+        nonlocal room
+        if not found or len(chosen) >= limit or (chosen and room < MIN_QUOTE_CHARS):
+            return False
+        quote = excerpt(found[0], f"{question}\n{answer}", max(room, MIN_QUOTE_CHARS))
+        room -= len(quote.text)
+        whole.append(found[0])
+        chosen.append(quote)
+        return True
+
+    def best(text: str, pool: Collection[int], fallback: bool = False, same_source: str = "") -> bool:
+        rest = [u for u in units if u not in whole and (not same_source or u.source == same_source)]
+        if not text.strip() or not rest:
+            return False
+        return add(best_matches(text, rest, pool, fallback=fallback))
+
+    everything = range(1, len(passages) + 1)
+    if answer:
+        best(answer, cited or everything)
+    if best(question, everything, fallback=not chosen):
+        source = whole[-1].source
+        while True:
+            covered = set().union(*(content_words(f"{c.text}\n{c.table_header}") for c in whole))
+            rest_of_it = " ".join(sorted(content_words(question) - covered))
+            if not (
+                best(rest_of_it, everything, same_source=source)
+                or best(question, everything, same_source=source)
+            ):
+                break
+    asked = content_words(question)
+    strongest = sorted((u for u in units if u not in whole), key=lambda u: (-u.score, u.position))[:1]
+    if strongest and strongest[0].score > max((u.score for u in whole), default=float("-inf")):
+        add([u for u in strongest if content_words(u.text) & asked])
+    return sorted(chosen, key=lambda c: c.position)
+
+
+def _rows_the_packs_quote(
+    question: str, quotes: list[QuoteCandidate], units: Sequence[QuoteCandidate], rules: Sequence[AnswerRules]
+) -> tuple[str, list[QuoteCandidate], bool]:
+    """``quotes`` with the rows each rule pack adds, the lines they derive, and whether those rows
+    are what the question names."""
+    derived: list[str] = []
+    leads = False
+    for pack in rules:
+        found = pack.quote_rows(question, quotes, units)
+        quotes = found.quotes
+        leads |= found.leads
+        if found.derived:
+            derived.append(found.derived)
+    return "\n".join(derived), quotes, leads
+
+
+def _joined_sentences(sentences: Sequence[str]) -> str:
+    """The kept sentences as one text: a list item on a line of its own (a procedure's steps)."""
+    text = ""
+    for sentence in sentences:
+        if not text:
+            text = sentence
+        elif is_list_item(sentence):
+            text += "\n" + sentence
+        else:
+            text += " " + sentence
+    return text
 
 
 def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) -> bool:
@@ -325,22 +408,20 @@ def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
 
 def _judged(
     sentence: str, reading: _Reading, after_a_drop: bool
-) -> tuple[DroppedSentence | None, str, list[ColumnFix]]:
-    """Why ``sentence`` cannot stand (None when it can), the sentence as it stands once its
-    figures are moved to the right column (:mod:`pipeline.columns`), and those moves."""
+) -> tuple[DroppedSentence | None, str, list[str]]:
+    """Why ``sentence`` cannot stand (None when it can), the sentence as it stands once the rule
+    packs placed its figures, and those fixes."""
     if after_a_drop and _LEANS_ON_THE_ONE_BEFORE.match(sentence):
         return DroppedSentence(sentence, "dangling"), sentence, []
-    own_units = reading.units_cited_by(sentence)
-    if reading.check_figures and (misdated := misdated_figures(sentence, own_units)):
-        return DroppedSentence(sentence, "column", tuple(misdated)), sentence, []
-    fixes = (
-        figures_from_earlier_columns(sentence, reading.question, own_units) if reading.check_figures else []
-    )
-    if any(not fix.cell for fix in fixes):
-        return DroppedSentence(sentence, "column", tuple(fix.describe() for fix in fixes)), sentence, fixes
-    placed = with_columns_fixed(sentence, fixes)
-    if reading.check_figures and (moved := figures_for_named_rows(placed, reading.question, own_units)):
-        placed, fixes = with_columns_fixed(placed, moved), [*fixes, *moved]
+    placed, fixes = sentence, []
+    if reading.check_figures:
+        own_units = reading.units_cited_by(sentence)
+        for pack in reading.rules:
+            verdict = pack.judge(placed, reading.question, own_units)
+            fixes += verdict.fixes
+            if verdict.drop_reason is not None:
+                return DroppedSentence(placed, verdict.drop_reason, verdict.detail), placed, fixes  # type: ignore[arg-type]
+            placed = verdict.sentence
     return _problem(placed, reading), placed, fixes
 
 
@@ -348,26 +429,16 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
     if blank_markers(sentence).rstrip().endswith("?"):  # the question echoed, or one asked back
         return DroppedSentence(sentence, "says_nothing")
-    question, evidence, passages, check_figures = (
-        reading.question,
-        reading.evidence,
-        reading.passages,
-        reading.check_figures,
-    )
+    question, evidence, passages = reading.question, reading.evidence, reading.passages
+    spoken_of = [name for name in reading.absent if name.lower() in sentence.lower()]
+    if spoken_of:  # nothing the documents say can be of a name they never mention
+        return DroppedSentence(sentence, "absent", tuple(spoken_of))
     own = reading.cited_by(sentence)
     stated = reading.stated_by(sentence)
     # A figure the question states is the user's, not the model's invention ("within 60 days").
-    unstated = unstated_figures(sentence, f"{stated}\n{question}") if check_figures else set()
+    unstated = unstated_figures(sentence, stated, question) if reading.check_figures else set()
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
-    turned = rise_of_a_decrease(sentence, stated) if check_figures else []
-    if turned:
-        return DroppedSentence(sentence, "direction", tuple(turned))
-    misplaced = (
-        figures_from_other_rows(sentence, question, reading.units_cited_by(sentence)) if check_figures else []
-    )
-    if misplaced:
-        return DroppedSentence(sentence, "row", tuple(misplaced))
     if any(len(label) > 20 and label in sentence for label in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
     if not _ASKS_FOR_A_DOCUMENT.search(question) and any(
@@ -393,7 +464,7 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
     vague sentence, a figure from the wrong column, a claim the grounding check refused).
     """
     stated = reading.stated_by(sentence)
-    if unstated_figures(sentence, f"{stated}\n{reading.question}"):
+    if unstated_figures(sentence, stated, reading.question):
         return True
     return bool(_unknown_names(sentence, stated, reading.question))
 
@@ -441,41 +512,15 @@ def _known_name(word: str, known: str) -> bool:
 
 
 def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[int]) -> bool:
-    """Whether the unit that best matches the question, among those cited, negates."""
-    best = choose_quotes(question, reading.passages, cited, limit=1, units=reading.units)
-    return bool(best) and bool(_NEGATION.search(best[0].text))
-
-
-def _with_rows_code_finds(
-    question: str, quotes: list[QuoteCandidate], units: Sequence[QuoteCandidate]
-) -> tuple[str, list[QuoteCandidate]]:
-    """``quotes`` with the rows code finds for the question among ``units``: the row it names by
-    its label, the same rows of other periods, a share's rows; and the share's derivation ("")."""
-    named = row_the_question_names(question, quotes, units)
-    quotes = _with_units(quotes, [named] if named else [])
-    quotes = same_rows_elsewhere(question, quotes, units)
-    return _with_derived_ratio(question, quotes, units)
-
-
-def _with_derived_ratio(
-    question: str, quotes: list[QuoteCandidate], units: Sequence[QuoteCandidate]
-) -> tuple[str, list[QuoteCandidate]]:
-    """The share the question asks for, derived by code (:mod:`pipeline.ratios`), and ``quotes``
-    with the two rows it divides; ``("", quotes)`` when there is none."""
-    ratio = derived_ratio(question, units)
-    rows = printed_shares(question, units) + ([ratio.part, ratio.whole] if ratio else [])
-    return (ratio.line() if ratio else ""), _with_units(quotes, rows)
-
-
-def _with_units(quotes: list[QuoteCandidate], added: Sequence[QuoteCandidate]) -> list[QuoteCandidate]:
-    """``quotes`` and those of ``added`` whose text none of them has, in reading order."""
-    new = [unit for unit in dict.fromkeys(added) if all(unit.text != q.text for q in quotes)]
-    return sorted([*quotes, *new], key=lambda q: q.position) if new else quotes
-
-
-def _quote_lines(quotes: Sequence[QuoteCandidate]) -> list[str]:
-    """Each quoted unit as a line: “text” [n], a table row as its cells beside their labels."""
-    return [f"“{readable_unit(q)}” [{q.n}]" for q in quotes]
+    """Whether the unit that best matches the question negates: among those cited, or in all the
+    evidence read (the unit quoted under the answer as answering the question: a "yes" printed
+    above "... precludes its use as evidence" contradicts its own quote)."""
+    everything = range(1, len(reading.passages) + 1)
+    for pool in (cited, everything):
+        best = best_matches(question, reading.units, pool, fallback=True)
+        if best and _NEGATION.search(best[0].text):
+            return True
+    return False
 
 
 def readable_unit(quote: QuoteCandidate) -> str:

@@ -74,15 +74,48 @@ def stated_figures(wanted: set[str], numbers: set[str]) -> set[str]:
     return {figure for figure in wanted if figure_forms(figure) & numbers}
 
 
-def unstated_figures(answer: str, evidence: str) -> set[str]:
-    """The figures of ``answer`` that ``evidence`` does not state, in any of their exact forms.
+def unstated_figures(answer: str, evidence: str, asked: str = "") -> set[str]:
+    """The figures of ``answer`` that neither ``evidence`` nor the question ``asked`` states, in
+    any of their exact forms, and that are not one of the question's quantities times or over
+    one the evidence states (:func:`applied_figures`).
 
     What the user reads must be traceable to the document's words: a figure the model
-    computed, rounded or made up is not, however plausible. Numbers inside names such as
+    rounded, added up or made up is not, however plausible. Numbers inside names such as
     "10-Q" are not figures here.
     """
     wanted = figures(answer)
-    return wanted - stated_figures(wanted, all_numbers(evidence))
+    unstated = wanted - stated_figures(wanted, all_numbers(f"{evidence}\n{asked}"))
+    return {
+        figure for figure in unstated if not applied_figures(figure, figures(asked), all_numbers(evidence))
+    }
+
+
+def applied_figures(figure: str, asked: set[str], stated: set[str]) -> bool:
+    """Whether ``figure`` is a quantity of the question applied to one the evidence states: the
+    one times, over or a percentage of the other ("64 GB of RAM" and "25% of the memory": 16 GB),
+    to the figure's precision. A rule of the documents applied to the user's own numbers is
+    their answer, where two figures of the evidence combined are the model's own arithmetic."""
+    try:
+        value = float(figure)
+    except ValueError:
+        return False
+    tolerance = 0.5 * 10 ** -len(figure.split(".")[1]) if "." in figure else 0.5
+    for a in _values(asked):
+        for b in _values(stated):
+            candidates = (a * b, a * b / 100, a / b if b else None, b / a if a else None)
+            if any(c is not None and abs(c - value) <= tolerance for c in candidates):
+                return True
+    return False
+
+
+def _values(numbers: set[str]) -> list[float]:
+    found = []
+    for number in numbers:
+        try:
+            found.append(float(number))
+        except ValueError:
+            continue
+    return [v for v in found if v not in (0.0, 1.0)]
 
 
 def _blanked(pattern: re.Pattern[str], text: str) -> str:

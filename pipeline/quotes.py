@@ -1,48 +1,37 @@
-"""Quoted evidence: the few units of the context that carry an answer, in the document's words.
+"""Quotable units: what of the evidence may stand under an answer, and which unit matches a text best.
 
-The LLM writes the synthesis; the quotes under it are never typed by the LLM. They are
-chosen from the evidence units of the passages the answer cites, by matching the figures
-the answer states (the strongest signal: a figure in the answer must stand in a quote)
-and the words it uses, with the retrieval score breaking ties. Each cited passage gets its
-best-matching unit first, then the other matching units. Slots still free go to the
-strongest evidence of the whole context by its retrieval score, cited or not: a small model
-may cite the wrong row ("net income" for operating expenses), and the user should still see
-the rows the search found for the question. Replayed on the 13 answered SEC questions of an
-agent run (16 questions, embedded model), the gold figures in the quotes rose from 0.13 to
-0.40 (the context held 0.77). The units matching the answer take at most three of the five
-slots, so that the strongest evidence always has two: a wrong answer's words match many
-rows ("earnings" brings "Basic earnings per share") that would otherwise fill every slot.
-Replayed on the 65 answers of a full agent run, answer + quote figure recall rose from 0.468
-to 0.517 (reserving one slot: 0.508, three: 0.525). That fill reaches each document of the context before a
-second unit of one (a question over several periods sees each period), and skips a unit
-whose figures are all quoted already (a filing restates its income statement's rows in
-its notes and its discussion). A passage shown whole (not as units) is split into sentences
-and table rows on the spot; either way a quote's text is a verbatim substring of its chunk,
-so a quoted figure is exactly the document's.
-When there is no answer to match (it could not be verified), the same fill quotes the
-closest evidence found.
+The LLM writes the synthesis; the quotes under it are never typed by the LLM. Every unit of the
+evidence the model read may be quoted (:func:`quote_candidates`): an evidence unit as it is, a
+passage shown whole cut into its sentences and table rows (a line of fewer than three words,
+a heading or a link's words, is none). A unit matches a text (an answer, a question) by the
+figures it shares with it (the strongest signal: a figure in the answer must stand in a
+quote), then by the words it shares, with its innermost heading's words (the items of a list
+under "Findings" rarely repeat the question's word), the retrieval score breaking ties
+(:func:`best_matches`). A long unit is quoted by its sentences that answer (:func:`excerpt`).
+Which units an answer quotes is :func:`pipeline.extractive.answering_quotes`'s choice.
 
-A unit is matched with its innermost heading's words too: the items of a list or the rows
-under "Findings" or "Inclusion Criteria" rarely repeat the word the question asks for
-("What findings did the NTSB list?"), where a boilerplate note about "NTSB reports" does.
+A quote's text is a verbatim substring of its chunk (an excerpt: verbatim pieces joined by
+" … "), so a quoted figure is exactly the document's.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.context import Passage
 from pipeline.figures import figures, stated_figures
-from pipeline.ordering import split_sentences
+from pipeline.ordering import is_list_item, split_sentences
 from pipeline.text import analyze, is_contents_line
 
-MAX_QUOTES = 5
-STRONGEST_EVIDENCE_SLOTS = 2  # of MAX_QUOTES, kept from the units that match the answer
-FIGURE_WEIGHT = 2.0
-RETRIEVAL_WEIGHT = 0.1
-BEST_MATCHES = 2  # units quoted for matching the question best, whatever the answer cites
+FIGURE_WEIGHT = 2.0  # a shared figure outweighs any number of shared words
+RETRIEVAL_WEIGHT = 0.1  # the retrieval score only breaks ties
+MIN_OVERLAP = 0.5  # shared words, over the square root of the unit's words, that make a match
+TERM_SEPARATOR = " — "  # between a definition's term and its description (index_build.docling_blocks)
+MIN_QUOTE_WORDS = 3  # as evidence units: a shorter line of a whole passage is a heading or a link
+_WORDS = re.compile(r"[A-Za-z]{2,}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +47,36 @@ class QuoteCandidate:
     score: float
     position: int
     heading: str = ""
+
+
+def excerpt(candidate: QuoteCandidate, match: str, limit: int) -> QuoteCandidate:
+    """``candidate`` cut to about ``limit`` characters around what ``match`` asks for: its sentence
+    that shares most words with ``match``, the one after it while there is room, and, for a
+    definition ("term — description ..."), the term before them; the pieces are the document's
+    own words, joined by " … ". A table row, and a unit within the limit, stay whole."""
+    text = candidate.text
+    if len(text) <= limit or text.lstrip().startswith("|"):
+        return candidate
+    sentences = split_sentences(text)
+    if len(sentences) < 2:
+        return replace(candidate, text=text[:limit].rsplit(" ", 1)[0] + " …")
+    wanted = content_words(match)
+    best = max(range(len(sentences)), key=lambda i: (len(content_words(sentences[i]) & wanted), -i))
+    term = sentences[0].split(TERM_SEPARATOR, 1)[0] + TERM_SEPARATOR if TERM_SEPARATOR in sentences[0] else ""
+    pieces = [sentences[best]]
+    for following in sentences[best + 1 :]:
+        if sum(map(len, pieces)) + len(following) + len(term) > limit:
+            break
+        pieces.append(following)
+    lead = f"{term}… " if best > 0 and term else ("… " if best > 0 else "")
+    tail = " …" if best + len(pieces) < len(sentences) else ""
+    return replace(candidate, text=f"{lead}{' '.join(pieces)}{tail}")
+
+
+def says_enough(sentence: str) -> bool:
+    """Whether a line of a passage shown whole can be quoted: three words at least, or a list item
+    (a heading or a link's words, "Query Planning", answer nothing)."""
+    return len(_WORDS.findall(sentence)) >= MIN_QUOTE_WORDS or is_list_item(sentence)
 
 
 def content_words(text: str) -> set[str]:
@@ -89,7 +108,7 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
                     )
             else:
                 for sentence in split_sentences(piece.text):
-                    if is_contents_line(sentence):
+                    if is_contents_line(sentence) or not says_enough(sentence):
                         continue
                     candidates.append(
                         QuoteCandidate(
@@ -99,176 +118,38 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
     return candidates
 
 
-def choose_quotes(
-    answer: str | None,
-    passages: Sequence[Passage],
-    cited: Collection[int],
-    limit: int = MAX_QUOTES,
-    strongest_slots: int = STRONGEST_EVIDENCE_SLOTS,
-    fill: bool = True,
-    units: Sequence[QuoteCandidate] | None = None,
-    strongest_when_none_match: bool = True,
+def best_matches(
+    text: str,
+    units: Sequence[QuoteCandidate],
+    pool: Collection[int],
+    limit: int = 1,
+    fallback: bool = False,
 ) -> list[QuoteCandidate]:
-    """Up to ``limit`` units that carry ``answer``, ``strongest_slots`` of them kept for the
-    strongest evidence; see the module docstring. Without ``fill``, only the units that match
-    the answer (the strongest evidence when none does, unless ``strongest_when_none_match`` is
-    off). ``units`` are ``passages``' quotable units when the caller has them already."""
-    candidates = quote_candidates(passages) if units is None else units
+    """Up to ``limit`` units of the passages numbered in ``pool`` (all of ``units`` when none is)
+    that match ``text``, best first: by shared figures, then shared words (a unit's heading
+    counts), the retrieval score breaking ties. Only a unit that shares a figure, or enough
+    words, matches; with ``fallback``, when none does, the strongest unit by retrieval score."""
+    candidates = [u for u in units if u.n in pool] or list(units)
     if not candidates:
         return []
-    if answer is None:
-        return _add_strongest_evidence([], candidates, limit)
-    pool = [c for c in candidates if c.n in cited] or candidates
-    answer_figures = figures(answer)
-    answer_terms = content_words(answer)
-    top_retrieval = max(c.score for c in pool) or 1.0
+    wanted_figures = figures(text)
+    wanted_terms = content_words(text)
+    top_retrieval = max(c.score for c in candidates) or 1.0
 
     def match(candidate: QuoteCandidate) -> tuple[float, int]:
-        shared_figures = len(stated_figures(answer_figures, figures(candidate.text)))
+        shared_figures = len(stated_figures(wanted_figures, figures(candidate.text)))
         terms = content_words(candidate.text)
         named = content_words(candidate.heading) - terms  # what its section's heading calls it
-        shared = len(answer_terms & terms) + len(answer_terms & named)
+        shared = len(wanted_terms & terms) + len(wanted_terms & named)
         overlap = shared / math.sqrt(len(terms)) if terms else 0.0
         value = FIGURE_WEIGHT * shared_figures + overlap + RETRIEVAL_WEIGHT * candidate.score / top_retrieval
         return value, shared_figures
 
-    scored = [(c, *match(c)) for c in pool]
-    relevant = [(c, v, f) for c, v, f in scored if f > 0 or v > RETRIEVAL_WEIGHT + 0.5]
-    relevant.sort(key=lambda item: -item[1])
-    best_of_passage: dict[int, QuoteCandidate] = {}
-    for candidate, _, _ in relevant:  # each cited passage's best unit first
-        best_of_passage.setdefault(candidate.n, candidate)
-    answer_limit = max(1, limit - strongest_slots)
-    chosen = list(best_of_passage.values())[:answer_limit]
-    for candidate, _, _ in relevant:
-        if len(chosen) >= answer_limit:
-            break
-        if candidate not in chosen and all(candidate.text != c.text for c in chosen):
-            chosen.append(candidate)
-    if not fill and (chosen or not strongest_when_none_match):
-        return sorted(chosen, key=lambda c: c.position)
-    return _add_strongest_evidence(chosen, candidates, limit)
-
-
-def with_strongest_unit(
-    chosen: list[QuoteCandidate], passages: Sequence[Passage], units: Sequence[QuoteCandidate] | None = None
-) -> list[QuoteCandidate]:
-    """``chosen`` and the strongest unit of the whole context by retrieval score, unless it is
-    quoted already or states only figures quoted already; in reading order.
-
-    The units the model's answer points to are the model's reading; the strongest unit is the
-    search's. A small model often cites the neighbouring passage (the inventory provisions for
-    a question about inventories), so the answer leads with both.
-    """
-    candidates = quote_candidates(passages) if units is None else units
-    if not candidates:
-        return chosen
-    quoted_figures = set().union(*(figures(c.text) for c in chosen))
-    strongest = max(candidates, key=lambda c: (c.score, -c.position))
-    stated = figures(strongest.text)
-    if any(strongest.text == c.text for c in chosen) or (stated and stated <= quoted_figures):
-        return chosen
-    return sorted([*chosen, strongest], key=lambda c: c.position)
-
-
-def with_best_match(
-    question: str,
-    chosen: list[QuoteCandidate],
-    passages: Sequence[Passage],
-    units: Sequence[QuoteCandidate] | None = None,
-    count: int = BEST_MATCHES,
-) -> list[QuoteCandidate]:
-    """``chosen`` and the unit of the whole context that best matches ``question`` (its words, its
-    heading's), then the best of the rest of its document that matches it too, up to ``count``
-    units, those not quoted already; in reading order.
-
-    The quotes follow the passages the answer cites and the words it uses; the unit that
-    answers may stand in a passage it did not cite ("How experienced was the pilot?": the
-    pilot's certificate and age), and the model's words may lead the quotes astray (an answer
-    on AWS's operating income, for a question on AWS's revenue). Replayed on the kept
-    sentences of three manual-qa dev runs, the best unit raised the must-have phrases in the
-    answer text by 0.047 in each (0.731 → 0.778 on the latest), for about 100 more characters;
-    SEC dev answers kept their figures. The second is the best of the rest of that unit's
-    document, if it matches the question too (26 November, replayed on the first drafts of a
-    full SEC dev run, 65 questions, and of a manual-qa dev run): SEC gold figures in the answer
-    text 0.389 → 0.433, for 100 more characters; manual-qa unchanged (0.759, 37 more
-    characters). The second best of the whole context instead gave 0.417, and quoted another
-    period's row for a question that named its period; a third of the whole context added 0.016
-    on SEC for another 60 characters, nothing on manual-qa. The second matches first what the
-    first leaves of the question (26 November, late evening, the same replay, 47 SEC questions
-    with figures): "how did Intel's operational spending relate to its revenue" quoted the
-    revenue row beside the operating expenses row (answer-text figures 0.480 → 0.487, 3
-    characters shorter; manual-qa unchanged); a third unit so chosen gave 0.485, +100 characters.
-    """
-    candidates = quote_candidates(passages) if units is None else units
-    best: list[QuoteCandidate] = []
-    pool = range(1, len(passages) + 1)
-    while len(best) < count:
-        # The next best answers first what the quoted ones leave of the question (asked how
-        # operating expenses compare with revenue: the revenue row after the expenses row), and
-        # only when it matches the question: the strongest unit of the document is no answer to
-        # it ("When are proposals due?" quoted the co-investigators' limit).
-        rest = _rest_of_the_question(question, best) if best else ""
-        found = (rest and _best_unit(rest, passages, pool, candidates, strongest_when_none_match=False)) or (
-            _best_unit(question, passages, pool, candidates, strongest_when_none_match=not best)
-        )
-        if not found:
-            break
-        best.append(found[0])
-        # Deeper in the best document before wider: a question that names its period is answered
-        # by that period's filing, and another filing's row would answer a question not asked.
-        candidates = [c for c in candidates if c.text != found[0].text]
-        pool = {c.n for c in candidates if c.source == best[0].source}
-        if not pool:  # choose_quotes would take the whole context instead
-            break
-    new = [unit for unit in best if all(unit.text != c.text for c in chosen)]
-    return sorted([*chosen, *new], key=lambda c: c.position)
-
-
-def _rest_of_the_question(question: str, quoted: Sequence[QuoteCandidate]) -> str:
-    """The words of ``question`` that no ``quoted`` unit (nor its table's header) has, as one text;
-    empty when there are none."""
-    covered = set().union(*(content_words(f"{q.text}\n{q.table_header}") for q in quoted))
-    return " ".join(sorted(term for term in content_words(question) if term not in covered))
-
-
-def _best_unit(
-    text: str,
-    passages: Sequence[Passage],
-    pool: Collection[int],
-    candidates: Sequence[QuoteCandidate],
-    strongest_when_none_match: bool,
-) -> list[QuoteCandidate]:
-    """The one unit of the passages in ``pool`` that best matches ``text`` (see :func:`choose_quotes`)."""
-    return choose_quotes(
-        text,
-        passages,
-        pool,
-        1,
-        strongest_slots=0,
-        fill=False,
-        units=candidates,
-        strongest_when_none_match=strongest_when_none_match,
-    )
-
-
-def _add_strongest_evidence(
-    chosen: list[QuoteCandidate], candidates: Sequence[QuoteCandidate], limit: int
-) -> list[QuoteCandidate]:
-    """``chosen`` filled up to ``limit`` by retrieval score: first from documents not quoted yet, then
-    from any; a unit whose figures are all quoted already (the same row restated elsewhere in
-    the filing) is skipped. Returned in reading order."""
-    quoted_figures = set().union(*(figures(c.text) for c in chosen))
-    ranked = sorted(candidates, key=lambda c: -c.score)
-    for new_document_only in (True, False):
-        for candidate in ranked:
-            if len(chosen) >= limit:
-                break
-            if new_document_only and any(candidate.source == c.source for c in chosen):
-                continue
-            stated = figures(candidate.text)
-            if (stated and stated <= quoted_figures) or any(candidate.text == c.text for c in chosen):
-                continue
-            chosen.append(candidate)
-            quoted_figures |= stated
-    return sorted(chosen, key=lambda c: c.position)
+    scored = [(c, *match(c)) for c in candidates]
+    relevant = [(c, v) for c, v, f in scored if f > 0 or v > RETRIEVAL_WEIGHT + MIN_OVERLAP]
+    relevant.sort(key=lambda item: (-item[1], item[0].position))
+    if relevant:
+        return [c for c, _ in relevant[:limit]]
+    if not fallback:
+        return []
+    return sorted(candidates, key=lambda c: (-c.score, c.position))[:limit]

@@ -27,10 +27,10 @@ from pipeline.evidence import (
     select_evidence,
     states_figures,
 )
-from pipeline.quotes import choose_quotes
+from pipeline.extractive import answering_quotes
 from pipeline.text import analyze
 from pipeline.types import Chunk, EvidenceUnit, SearchHit, model_text, unit_spans
-from programs.agent import quotes_for
+from programs.agent import quotes_of
 from tests.fakes import WhitespaceTokenizer
 
 INCOME = """| Three Months Ended | Nine Months Ended |
@@ -372,75 +372,14 @@ def test_a_quoted_figure_is_byte_identical_to_the_document_text():
         chunk = next(c for c in chunks if c.chunk_id == u.chunk_id)
         by_chunk.setdefault(u.chunk_id, []).append(ContextPiece(chunk, u.text, 0.5, 0, u))
     passages = [Passage(pieces[0].chunk, tuple(pieces)) for pieces in by_chunk.values()]
-    quotes = quotes_for(passages, "Total net sales were $81.8 billion, or 81,797 million [1].")
+    answer = "Total net sales were $81.8 billion, or 81,797 million [1]."
+    quotes = quotes_of(answering_quotes("What were net sales?", answer, passages, cited={1}), passages)
     first = next((q for q in quotes if "81,797" in q.text), None)
     assert first is not None, "the figure the answer states is quoted"
     assert first.text in chunks[0].text
     assert "Three Months Ended July 1, 2023" in first.context and first.pages == (1, 1)
-    unverified = quotes_for(passages, None)
-    assert 1 <= len(unverified) <= 5 and all(any(q.text in c.text for c in chunks) for q in unverified)
-
-
-def _row_passage(doc: str, n: int, text: str, score: float) -> Passage:
-    """Chunk ``n`` of document ``doc`` (``/doc.pdf``) shown as the one table row ``text``."""
-    chunk_id = f"{doc}-{n:04d}"
-    unit = EvidenceUnit(f"{chunk_id}/000", chunk_id, doc, "row", text, 1, "|  | Q3 2023 |")
-    chunk = Chunk(chunk_id, doc, "c", f"/{doc}.pdf", "Report", ("Results",), (1, 1), text, "h")
-    return Passage(chunk, (ContextPiece(chunk, text, score, 0, unit),))
-
-
-def test_quotes_after_the_answers_own_are_the_strongest_evidence_even_uncited():
-    def passage(n: int, text: str, score: float) -> Passage:
-        return _row_passage("d", n, text, score)
-
-    passages = [
-        passage(1, "| Total operating expenses | 32,348 |", 0.9),  # what the question asked for
-        passage(2, "| Net income | 16,425 |", 0.4),  # what a small model cited instead
-        *(
-            passage(n, f"| Line item {n} | {n},000 |", score)
-            for n, score in zip(range(3, 8), (0.1, 0.8, 0.7, 0.2, 0.6))
-        ),
-    ]
-    quotes = quotes_for(passages, "Operating expenses were $16,425 million [2].")
-    assert [q.n for q in quotes] == [1, 2, 4, 5, 7], "the cited row, then the strongest, in reading order"
-    alone = quotes_for(passages[1:2], "Operating expenses were $16,425 million [1].")
-    assert [q.text for q in alone] == ["| Net income | 16,425 |"]
-
-
-def test_the_strongest_evidence_keeps_two_quotes_beside_a_wrong_answers_many_matches():
-    def chunk_of(chunk_id: str) -> Chunk:
-        return Chunk(chunk_id, "d", "c", "/d.pdf", "Report", ("Results",), (1, 1), "text", "h")
-
-    def row(n: int, text: str, score: float, chunk_id: str) -> ContextPiece:
-        unit = EvidenceUnit(f"{chunk_id}/{n:03d}", chunk_id, "d", "row", text, 1, "|  | Q1 2023 |")
-        return ContextPiece(chunk_of(chunk_id), text, score, n, unit)
-
-    per_share = [
-        row(i, f"| {label} earnings per share | ${i}.{i}1 |", 0.3, "d-0001")
-        for i, label in enumerate(("Basic", "Diluted", "Adjusted basic", "Adjusted diluted", "Pro forma"))
-    ]
-    passages = [
-        Passage(chunk_of("d-0001"), tuple(per_share)),  # what the answer cited, every row matching its words
-        Passage(chunk_of("d-0002"), (row(0, "| Operating expenses | 122,584 |", 0.9, "d-0002"),)),
-        Passage(chunk_of("d-0003"), (row(0, "| Operating income | 4,774 |", 0.8, "d-0003"),)),
-    ]
-    quotes = quotes_for(passages, "Basic and diluted earnings per share, adjusted and pro forma, fell [1].")
-    assert len(quotes) == 5 and sum(q.n == 1 for q in quotes) == 3
-    assert {q.n for q in quotes} == {1, 2, 3}, "the two strongest rows are quoted however many rows match"
-
-
-def test_quotes_skip_repeated_figures_and_reach_each_document_before_a_second_from_one():
-    passages = [
-        _row_passage("q3", 1, "| Total net sales | 81,797 | 82,959 |", 0.9),
-        _row_passage("q3", 2, "| Total net sales | $81,797 | $82,959 |", 0.85),  # the same figures, restated
-        _row_passage("q3", 3, "| Products | 60,584 | 63,355 |", 0.7),
-        _row_passage("q2", 4, "| Total net sales | 94,836 | 97,278 |", 0.5),
-        _row_passage("q1", 5, "| Total net sales | 117,154 | 123,945 |", 0.4),
-    ]
-    closest = quotes_for(passages, None)
-    assert [q.n for q in closest] == [1, 3, 4, 5], "one per document first, then by score; no restatement"
-    answered = choose_quotes("Net sales were $81,797 million [1].", passages, cited={1}, limit=3)
-    assert [q.n for q in answered] == [1, 4, 5], "after the answer's own row, the other periods' documents"
+    unverified = quotes_of(answering_quotes("What were net sales?", "", passages), passages)
+    assert 1 <= len(unverified) <= 3 and all(any(q.text in c.text for c in chunks) for q in unverified)
 
 
 def test_hits_outside_the_needed_documents_do_not_add_documents():

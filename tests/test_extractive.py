@@ -17,9 +17,19 @@ from pipeline.extractive import (
     compose_answer,
     in_the_documents_words,
     quoted_evidence,
+    readable_unit,
     says_nothing_new,
 )
+from pipeline.quotes import QuoteCandidate, excerpt
+from pipeline.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
+
+PACK = [ReportingPeriods()]  # the rules for tables by period, where a test is about them
+
+
+def shown(composed) -> str:
+    """All a user reads: the answer's text, then its quotes as people read them."""
+    return "\n".join([composed.text, *(f"“{readable_unit(q)}” [{q.n}]" for q in composed.quotes)])
 
 
 def passages(*texts: str):
@@ -45,7 +55,7 @@ def test_a_yes_against_the_documents_negation_is_dropped_and_the_document_quoted
     )
     assert [d.reason for d in answer.dropped] == ["negation"]
     assert answer.kind == "quotes" and answer.text.startswith(DOCUMENTS_SAY)
-    assert "precludes the admission into evidence" in answer.text and "[1]" in answer.text
+    assert "precludes the admission into evidence" in shown(answer) and "[1]" in shown(answer)
 
 
 def test_a_vague_yes_that_names_nothing_from_the_evidence_is_not_an_answer():
@@ -58,16 +68,15 @@ def test_a_vague_yes_that_names_nothing_from_the_evidence_is_not_an_answer():
         question, "Yes, the company announced an acquisition in the quarter [1].", evidence
     )
     assert vague.kind == "quotes" and [d.reason for d in vague.dropped] == ["says_nothing"]
-    assert (
-        "“On May 3, 2023, the Company acquired Fictive Robotics for $1,200 million in cash.” [1]"
-        in vague.text
+    assert "“On May 3, 2023, the Company acquired Fictive Robotics for $1,200 million in cash.” [1]" in shown(
+        vague
     )
     specific = compose_answer(question, "Yes, it acquired Fictive Robotics for $1,200 million [1].", evidence)
     assert (
         specific.kind == "answer"
         and specific.kept == "Yes, it acquired Fictive Robotics for $1,200 million [1]."
     )
-    assert specific.text.startswith(specific.kept + "\n")
+    assert specific.text == specific.kept, "the text is the model's sentences; the quotes stand apart"
 
 
 def test_an_invented_name_and_a_figure_no_cited_unit_states_are_dropped_sentence_by_sentence():
@@ -104,7 +113,7 @@ def test_a_reply_that_the_documents_do_not_answer_says_so_and_quotes_the_nearest
     )
     assert answer.kind == "not_in_documents"
     assert answer.text.startswith(NOT_IN_DOCUMENTS)
-    assert "“Participants use a head-mounted display for 30 minutes.” [1]" in answer.text
+    assert "“Participants use a head-mounted display for 30 minutes.” [1]" in shown(answer)
 
 
 def test_a_figure_the_question_states_is_not_an_invented_one():
@@ -153,8 +162,8 @@ def test_a_table_row_is_quoted_with_each_figure_beside_its_column_label():
         "What were total net sales in the quarter?", "They were $81,797 million [1].", evidence
     )
     assert answer.kind == "answer"
-    assert answer.text == (
-        "They were $81,797 million [1].\n\n"
+    assert shown(answer) == (
+        "They were $81,797 million [1].\n"
         "“Total net sales — Three Months Ended July 1, 2023: 81,797; "
         "Three Months Ended June 25, 2022: 82,959” [1]"
     ), "each figure beside its column's label, so a figure is never read from the wrong column"
@@ -180,16 +189,19 @@ def test_a_figure_written_beside_another_rows_label_is_dropped():
     )
     question = "How much did NVIDIA allocate to research and development in Q1 2023?"
     wrong = compose_answer(
-        question, "NVIDIA allocated $27 million to research and development in Q1 2023 [1].", compensation
+        question,
+        "NVIDIA allocated $27 million to research and development in Q1 2023 [1].",
+        compensation,
+        rules=PACK,
     )
     assert [(d.reason, d.detail) for d in wrong.dropped] == [("row", ("$27 (Cost of revenue)",))]
-    assert wrong.kind == "quotes" and "Research and development — April 30, 2023: 524" in wrong.text
+    assert wrong.kind == "quotes" and "Research and development — April 30, 2023: 524" in shown(wrong)
     for right in (
         "NVIDIA allocated $524 million to research and development in Q1 2023 [1].",
         "R&D took $524 million in the quarter [1].",  # the row named by its initials
         "Cost of revenue included $27 million of it [1].",
     ):
-        composed = compose_answer(question, right, compensation)
+        composed = compose_answer(question, right, compensation, rules=PACK)
         assert composed.kind == "answer" and not composed.dropped, right
 
 
@@ -209,7 +221,10 @@ def test_a_figure_from_another_row_of_a_table_the_sentence_names_is_moved_to_the
         "How much of Microsoft's total revenue was attributed to its Personal Computing segment in Q3 2023?"
     )
     moved = compose_answer(
-        question, "Its Personal Computing segment's revenue in Q3 2023 was $18,592 million [1].", segments
+        question,
+        "Its Personal Computing segment's revenue in Q3 2023 was $18,592 million [1].",
+        segments,
+        rules=PACK,
     )
     assert moved.kind == "answer" and not moved.dropped
     assert moved.kept == "Its Personal Computing segment's revenue in Q3 2023 was $13,666 million [1]."
@@ -222,6 +237,7 @@ def test_a_figure_from_another_row_of_a_table_the_sentence_names_is_moved_to_the
         "How much did Microsoft's Personal Computing segment bring in?",
         "Its Personal Computing segment brought in $18,592 million [1].",
         segments,
+        rules=PACK,
     )
     assert [d.reason for d in unnamed.dropped] == ["row"] and unnamed.kind == "quotes"
 
@@ -267,6 +283,7 @@ def test_a_figure_from_the_prior_years_column_is_replaced_by_the_named_years_cel
         question,
         "In Q3 2023, online stores generated $53.489 million, and physical stores $4,694 million [1].",
         BY_OFFERING,
+        rules=PACK,
     )
     assert composed.kind == "answer" and not composed.dropped
     assert (
@@ -279,13 +296,15 @@ def test_a_figure_from_the_prior_years_column_is_replaced_by_the_named_years_cel
         "$53.489 → 57,267 (Online stores (1): Three Months Ended September 30, 2022 → "
         "Three Months Ended September 30, 2023)",
     ]
-    billions = compose_answer(question, "Online stores generated $53.489 billion in 2023 [1].", BY_OFFERING)
+    billions = compose_answer(
+        question, "Online stores generated $53.489 billion in 2023 [1].", BY_OFFERING, rules=PACK
+    )
     assert billions.kept == "Online stores generated $57.267 billion in 2023 [1]."
     for comparison in (
         "Online stores generated $57,267 million in 2023, up from $53,489 million [1].",
         "Online stores generated $57,267 million in 2023 and $53,489 million in the same quarter [1].",
     ):
-        kept = compose_answer(question, comparison, BY_OFFERING)
+        kept = compose_answer(question, comparison, BY_OFFERING, rules=PACK)
         assert kept.kept == comparison and not kept.corrected, "the earlier figure is the comparison"
 
 
@@ -299,10 +318,12 @@ def test_the_right_cell_is_the_named_years_column_of_the_same_kind():
         "| iPhone | $39,669 | $40,665 | $156,778 | $162,863 |",
     )
     question = "How did iPhone sales do in 2023?"
-    quarter = compose_answer(question, "In Q3 2023, iPhone net sales were $40,665 million [1].", iphone)
+    quarter = compose_answer(
+        question, "In Q3 2023, iPhone net sales were $40,665 million [1].", iphone, rules=PACK
+    )
     assert quarter.kept == "In Q3 2023, iPhone net sales were $39,669 million [1]."
     nine_months = compose_answer(
-        question, "Over nine months of 2023 iPhone made $162,863 million [1].", iphone
+        question, "Over nine months of 2023 iPhone made $162,863 million [1].", iphone, rules=PACK
     )
     assert nine_months.kept == "Over nine months of 2023 iPhone made $156,778 million [1]."
 
@@ -327,18 +348,23 @@ def test_a_figure_from_a_wrong_row_and_column_is_dropped_and_a_named_prior_year_
         "Amazon's R&D expenditure in 2023 was $14,951 million [1]. These investments grew [1]. "
         "The focus of these investments was equipment [1]. Online stores are a segment [1].",
         BY_OFFERING,
+        rules=PACK,
     )
     assert [d.reason for d in wrong_row.dropped] == ["column", "dangling", "dangling"]
     assert wrong_row.kept == "Online stores are a segment [1]."
     assert wrong_row.dropped[0].detail == (
         "$14,951 (Purchases of property and equipment: Three Months Ended September 30, 2022)",
     )
-    echoed = compose_answer(question, "What was R&D? It was $14,207 million in 2023 [1].", BY_OFFERING)
+    echoed = compose_answer(
+        question, "What was R&D? It was $14,207 million in 2023 [1].", BY_OFFERING, rules=PACK
+    )
     assert echoed.kept == "It was $14,207 million in 2023 [1].", (
         "after an echoed question, 'It' is the answer"
     )
     prior_year = "In Q3 2022, online stores generated $53,489 million [1]."
-    named = compose_answer("How did online store sales change in Q3 2023?", prior_year, BY_OFFERING)
+    named = compose_answer(
+        "How did online store sales change in Q3 2023?", prior_year, BY_OFFERING, rules=PACK
+    )
     assert named.kept == prior_year and not named.corrected
 
 
@@ -355,7 +381,7 @@ def test_the_unit_that_best_matches_the_question_is_quoted_though_the_reply_cite
     assert answer.kind == "answer"
     assert (
         "“The pilot, age 85, held a private pilot certificate with 1,660 total flight hours.” [3]"
-        in answer.text
+        in shown(answer)
     )
 
 
@@ -375,12 +401,12 @@ def test_the_two_units_that_best_match_the_question_are_quoted_from_the_best_doc
         "AWS operating income rose to $6,976 million [1].",
         evidence,
     )
-    assert "“AWS revenue was $23,059 million in the third quarter.” [2]" in answer.text
-    assert (
-        "“AWS revenue grew 12% from $20,538 million in the third quarter a year before.” [2]" in answer.text
+    assert "“AWS revenue was $23,059 million in the third quarter.” [2]" in shown(answer)
+    assert "“AWS revenue grew 12% from $20,538 million in the third quarter a year before.” [2]" in shown(
+        answer
     )
-    assert "$22,140" not in answer.text, "another document's unit would answer a question not asked"
-    assert "Sales and marketing" not in answer.text and "weather" not in answer.text
+    assert "$22,140" not in shown(answer), "another document's unit would answer a question not asked"
+    assert "Sales and marketing" not in shown(answer) and "weather" not in shown(answer)
 
 
 def test_the_second_best_match_answers_what_the_first_leaves_of_the_question():
@@ -399,9 +425,9 @@ def test_the_second_best_match_answers_what_the_first_leaves_of_the_question():
         "Intel had 124,800 employees [2].",
         evidence,
     )
-    assert "Operating expenses — Apr 1, 2023: 5,476" in answer.text
-    assert "Net revenue — Apr 1, 2023: 11,715" in answer.text
-    assert "growth" not in answer.text
+    assert "Operating expenses — Apr 1, 2023: 5,476" in shown(answer)
+    assert "Net revenue — Apr 1, 2023: 11,715" in shown(answer)
+    assert "growth" not in shown(answer)
 
 
 def test_citations_written_after_the_full_stop_stay_with_their_sentence():
@@ -423,14 +449,18 @@ def test_a_rise_where_the_table_writes_a_decrease_in_parentheses_is_dropped():
     )
     question = "How has total net sales changed over time?"
     upside_down = compose_answer(
-        question, "Total net sales rose, with a 3% increase in the nine months to $293,787 [1].", sales
+        question,
+        "Total net sales rose, with a 3% increase in the nine months to $293,787 [1].",
+        sales,
+        rules=PACK,
     )
     assert [(d.reason, d.detail) for d in upside_down.dropped] == [("direction", ("3%",))]
-    assert upside_down.kind == "quotes" and "$293,787" in upside_down.text
+    assert upside_down.kind == "quotes" and "$293,787" in shown(upside_down)
     right = compose_answer(
         question,
         "Total net sales fell 3% in the nine months to $293,787, and rose 8% a year before [1][2].",
         sales,
+        rules=PACK,
     )
     assert right.kind == "answer" and not right.dropped
 
@@ -564,7 +594,7 @@ def test_a_draft_that_puts_forward_a_figure_or_name_its_sources_lack_filled_a_ga
     invented = compose_answer(question, "Amazon's total R&D budget was $81,797 million [1].", BY_OFFERING)
     assert [d.reason for d in invented.dropped] == ["figure"] and invented.filled_a_gap
     wrong_column = compose_answer(
-        question, "In Q3 2023 Amazon's R&D budget was $14,951 million [1].", BY_OFFERING
+        question, "In Q3 2023 Amazon's R&D budget was $14,951 million [1].", BY_OFFERING, rules=PACK
     )
     assert [d.reason for d in wrong_column.dropped] == ["column"] and not wrong_column.filled_a_gap
     vague = compose_answer(question, "Amazon reported its total R&D budget for Q3 2023 [1].", BY_OFFERING)
@@ -579,3 +609,57 @@ def test_a_draft_that_puts_forward_a_figure_or_name_its_sources_lack_filled_a_ga
     assert [d.reason for d in elsewhere.dropped] == ["says_nothing"] and elsewhere.filled_a_gap
     cited = compose_answer(headset, "The headset model the study uses is the QENSIU [2].", rooms)
     assert not cited.filled_a_gap
+
+
+def test_a_long_unit_is_quoted_by_the_sentences_that_answer_and_a_definition_keeps_its_term():
+    entry = QuoteCandidate(
+        1,
+        "/docs/pg.html",
+        "random_page_cost (floating point) — Sets the planner's estimate of the cost of a "
+        "non-sequentially-fetched disk page. The default is 4.0. This value can be overridden for "
+        "tables and indexes in a particular tablespace. Reducing this value relative to seq_page_cost "
+        "will cause the system to prefer index scans.",
+        "",
+        0,
+        1.0,
+        0,
+    )
+    cut = excerpt(entry, "and what is its default?", 90)
+    assert cut.text == "random_page_cost (floating point) — … The default is 4.0. …"
+    assert all(piece.strip(" .…") in entry.text for piece in cut.text.split("…") if piece.strip(" .…"))
+    assert excerpt(entry, "anything", 1000) == entry, "a unit within the limit stays whole"
+    row = QuoteCandidate(1, "/docs/t.pdf", "| Total | " + "1,000 | " * 40, "", 0, 1.0, 0)
+    assert excerpt(row, "total", 50) == row, "a table row is never cut"
+
+
+def test_quotes_stay_within_their_room_and_never_repeat_the_context():
+    many = passages(
+        *[f"The compressor filter {n} is cleaned every {n + 1} weeks by the night crew." for n in range(8)]
+    )
+    answer = compose_answer("How often are the compressor filters cleaned?", "Every two weeks [1].", many)
+    assert 1 <= len(answer.quotes) <= 3
+    assert sum(len(q.text) for q in answer.quotes) <= 400 + 80
+
+
+def test_an_answer_that_cites_nothing_is_judged_against_all_the_passages_it_read():
+    """A live techdocs draft without markers ("The file /etc/hostname should contain only the short
+    name, not a fully qualified domain name.") was dropped as saying nothing new: the evidence it
+    was compared with was that of no passage."""
+    evidence = passages(
+        "The hostname is the fully qualified domain name.",
+        "The /etc/hostname file holds the host name, not a fully qualified domain name.",
+    )
+    reply = "The /etc/hostname file should hold only the short name, not a fully qualified domain name."
+    answer = compose_answer("should /etc/hostname hold just the short name or the full one?", reply, evidence)
+    assert answer.kind == "answer" and answer.kept == reply
+
+
+def test_a_rule_of_the_documents_applied_to_the_users_own_figure_is_no_invention():
+    """A live techdocs draft: "25% of the memory" on "a box with 64 GB RAM" is 16 GB; a figure
+    the model added up from two of the evidence's own, or one it made up, is still unstated."""
+    evidence = passages("A reasonable starting value for shared_buffers is 25% of the memory in your system.")
+    question = "new dedicated DB box with 64 GB RAM. roughly what should shared_buffers be?"
+    applied = compose_answer(question, "Start with 25% of the memory, 16 GB of the 64 GB [1].", evidence)
+    assert applied.kind == "answer" and not applied.dropped
+    made_up = compose_answer(question, "Start with 18 GB [1].", evidence)
+    assert [d.reason for d in made_up.dropped] == ["figure"]

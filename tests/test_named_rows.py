@@ -7,7 +7,7 @@ from pipeline.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, compose_answer,
 from pipeline.named_rows import row_the_question_names, rows_the_question_names
 from pipeline.quotes import quote_candidates
 from tests.test_ratios import table_passages
-from tests.test_same_rows import QUARTERS
+from tests.test_same_rows import PACK, QUARTERS, shown
 
 HEADER = "(In millions)\n| | Three Months Ended June 30, 2022 | Three Months Ended June 30, 2023 |"
 
@@ -28,8 +28,9 @@ def test_the_row_named_with_its_group_is_quoted_beside_the_one_the_model_cited()
         "How do Amazon's revenues from international markets relate to currency risks in Q2 2023?",
         "International operating loss was $895 million [1].",
         passages,
+        rules=PACK,
     )
-    assert "“Net sales: International — Three Months Ended June 30, 2022: 27,065" in answer.text
+    assert "Net sales: International — Three Months Ended June 30, 2022: 27,065" in shown(answer)
 
 
 def test_a_measure_many_rows_name_and_a_row_of_percentages_are_not_a_named_row():
@@ -94,18 +95,22 @@ def test_an_acronym_of_the_question_names_a_row_by_its_initials():
 
 def test_the_model_saying_the_documents_do_not_say_what_a_row_states_is_not_the_answer():
     passages = research_table()
-    denied = compose_answer("What was the R&D expenditure in Q2 2023?", "The documents do not say.", passages)
+    asked = "What was the R&D expenditure in Q2 2023?"
+    denied = compose_answer(asked, "The documents do not say.", passages, rules=PACK)
     assert denied.kind == "quotes" and not denied.text, "a failed draft: the agent tries again or quotes"
     assert [d.reason for d in denied.dropped] == ["says_nothing"]
-    unnamed = compose_answer("Which VR headset does the study use?", "The documents do not say.", passages)
+    assert compose_answer(asked, "The documents do not say.", passages).kind == "not_in_documents", "no pack"
+    unnamed = compose_answer(
+        "Which VR headset does the study use?", "The documents do not say.", passages, rules=PACK
+    )
     assert unnamed.kind == "not_in_documents" and unnamed.text.startswith(NOT_IN_DOCUMENTS)
 
 
 def test_evidence_quoted_after_failed_drafts_is_led_by_what_the_documents_say_when_it_holds_a_named_row():
     passages = research_table()
     lead = "The documents do not say this clearly enough."
-    quoted = quoted_evidence("How much went to R&D in Q2 2023, and on what?", passages, lead, limit=1)
+    quoted = quoted_evidence("How much went to R&D in Q2 2023, and on what?", passages, lead, PACK, limit=1)
     assert quoted.text.split("\n")[0] == DOCUMENTS_SAY
-    assert "“Research and development — Three Months Ended June 30, 2022: 4,109" in quoted.text
-    unnamed = quoted_evidence("What did the company say about hiring plans?", passages, lead, limit=1)
+    assert "Research and development — Three Months Ended June 30, 2022: 4,109" in shown(quoted)
+    unnamed = quoted_evidence("What did the company say about hiring plans?", passages, lead, PACK, limit=1)
     assert unnamed.text.split("\n")[0] == lead, "nothing the question names: the lead stands"
