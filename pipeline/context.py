@@ -13,8 +13,8 @@ and heading; pieces of one chunk are shown together as one numbered passage.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -29,6 +29,7 @@ from pipeline.selection import Item
 from pipeline.types import Chunk, EvidenceUnit, SearchHit, place_label
 
 EVIDENCE_ORDERS = ("document", "score", "pingpong")  # the orders the evidence selection applies
+UNIT_SELECTIONS = ("evidence", "blend")  # the selections that choose evidence units (in-document search)
 
 
 class ContextConfig(BaseModel):
@@ -37,10 +38,12 @@ class ContextConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     selection: str = Field(
-        "evidence",
+        "blend",
         description="How the LLM's context is chosen under the token budget (topk, mmr, fps, sentences, "
-        "evidence, or a registered one); evidence: sentences and table rows of the documents the "
-        "question needs, each document covered first.",
+        "evidence, blend, or a registered one); evidence: sentences and table rows of the documents the "
+        "question needs, each document covered first; blend: the best passages whole in chunk_share of "
+        "the budget, evidence units in the rest (on the three dev sets' tune halves the only one at least "
+        "as good as top-k passages on every set).",
     )
     order: str = Field(
         "document",
@@ -68,6 +71,13 @@ class ContextConfig(BaseModel):
     cluster_within: Literal["aggregation", "score"] = Field(
         "aggregation", description="Order inside a sentence cluster."
     )
+    chunk_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="The blend selection: the share of the budget given to the best passages whole; the "
+        "rest goes to the best evidence units (sentences, table rows) of the documents the question needs.",
+    )
 
     @field_validator("selection")
     @classmethod
@@ -82,7 +92,7 @@ class ContextConfig(BaseModel):
     @model_validator(mode="after")
     def _applied_together(self) -> ContextConfig:
         """Refuse a combination in which one setting would be silently ignored."""
-        if self.selection == "evidence" and self.order not in EVIDENCE_ORDERS:
+        if self.selection in UNIT_SELECTIONS and self.order not in EVIDENCE_ORDERS:
             raise ValueError(
                 f"order {self.order!r} is not applied to the evidence selection, whose units are "
                 "already sentences and table rows shown under their passage: use one of "
@@ -244,29 +254,10 @@ def whole_passages(hits: Sequence[SearchHit]) -> list[Passage]:
 
 @dataclass(frozen=True, slots=True)
 class Retrieved:
-    """What a retrieval hands the agent: numbered passages, and details for the trace.
-
-    ``widen``, when set, selects from the same hits under a larger budget: evidence beyond the
-    LLM's that the answer may quote (:func:`quotable`). It is called apart, so that the wider
-    selection runs while the LLM reads and delays neither the first evidence nor the answer.
-    """
+    """What a retrieval hands the agent: numbered passages, and details for the trace."""
 
     passages: list[Passage]
     details: dict[str, Any] = field(default_factory=dict)
-    widen: Callable[[], Awaitable[list[Passage]]] | None = None
-
-
-def quotable(read: Sequence[Passage], more: Sequence[Passage]) -> list[Passage]:
-    """``read`` (the passages the LLM read, numbered from 1) and after them the pieces of ``more``
-    that ``read`` lacks, by chunk: the evidence an answer may quote, numbered so that the LLM's
-    citations keep their meaning."""
-    seen = {piece.key for passage in read for piece in passage.pieces}
-    extra = []
-    for passage in more:
-        pieces = tuple(piece for piece in passage.pieces if piece.key not in seen)
-        if pieces:
-            extra.append(replace(passage, pieces=pieces))
-    return [*read, *extra]
 
 
 def _reading_order(piece: ContextPiece) -> str:
@@ -318,7 +309,7 @@ def build_context(
     trace: list[dict[str, Any]] = []
     started = time.perf_counter()
     selection = config.selection
-    if selection == "evidence" and (evidence is None or not evidence.units):
+    if selection in UNIT_SELECTIONS and (evidence is None or not evidence.units):
         trace.append(
             {"step": "select_context", "note": "no evidence units in the index: top-k passages used"}
         )
@@ -336,14 +327,14 @@ def build_context(
             "strategy": selection,
             "budget_tokens": config.budget_tokens,
             "tokens": tokens,
-            "candidates": len(evidence.units) if selection == "evidence" and evidence else len(hits),
+            "candidates": len(evidence.units) if selection in UNIT_SELECTIONS and evidence else len(hits),
             "selected": [p.key if p.unit else p.chunk.chunk_id for p in pieces],
         }
     )
     started = time.perf_counter()
     ordered = (
         _order_evidence(pieces, config)
-        if selection == "evidence"
+        if selection in UNIT_SELECTIONS
         else ORDERINGS[config.order](
             OrderInput(pieces, config, SentenceVectors(chunk_vector, stored_vectors), query_vector)
         )

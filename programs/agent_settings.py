@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipeline.answer_rules import RULE_PACKS
 
 
 class AgentSettings(BaseModel):
@@ -14,12 +16,12 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    understand: Literal["auto", "always"] = Field(
-        "auto",
-        description="auto: the understanding LLM call (condense, rephrase; classify with classify = llm) in "
-        "a conversation, and on every question with an LLM server; the embedded model searches a first "
-        "question as typed (a rephrasing costs it about 6 s and lowered context recall on manual-qa dev); "
-        "always: on every question.",
+    understand: Literal["code", "llm"] = Field(
+        "code",
+        description="How a question is made searchable: code = a follow-up is searched together with the "
+        "user's previous question and the answering call reads the conversation (no LLM call of its own: "
+        "the evidence shows within a second); llm = one LLM call first condenses the conversation and "
+        "rephrases the question (costs a call on every question; classify = llm needs it).",
     )
     classify: Literal["embedding", "llm"] = Field(
         "embedding",
@@ -52,16 +54,39 @@ class AgentSettings(BaseModel):
         description="Token budget (embedder tokens, passage labels included) of the evidence the answering "
         "LLM reads; the embedded model's 4,096-token window and speed set the default.",
     )
-    quote_context_tokens: int = Field(
-        2000,
-        ge=0,
-        description="Token budget (as context_tokens) of the evidence an answer may quote, the LLM's "
-        "included: the same rows of other periods, and the shares code derives, may come from evidence "
-        "the LLM did not read (it costs no LLM time); at or below context_tokens, only what it read.",
+    answer_tokens: int = Field(
+        160,
+        ge=32,
+        le=4096,
+        description="Most tokens the answering call may write (one to three short sentences and the JSON "
+        "around them); a reply cut at the limit keeps its whole sentences. Writing is the slow part of a "
+        "CPU model's answer (about 10 to 15 tokens a second on two cores).",
     )
-    history_turns: int = Field(6, ge=0, le=50, description="Earlier turns given to the condense step.")
+    history_turns: int = Field(
+        6,
+        ge=0,
+        le=50,
+        description="Earlier turns of a conversation the answering call reads (and the condense call).",
+    )
+    rule_packs: list[str] = Field(
+        default_factory=list,
+        description="Answer rule packs for particular documents (pipeline/rule_packs), e.g. "
+        "reporting-periods (figures in tables by period: the right column, the row the question names, "
+        "shares divided by code); none by default: measured on the three dev sets at once, they help "
+        "quarterly filings and nothing else.",
+    )
+    llm_checks: bool = Field(
+        False,
+        description="Also ask the LLM whether an answer is supported by its passages and useful (two more "
+        "calls, at once; worth it with a strong server model); false: the checks are code alone.",
+    )
     program_path: Path | None = Field(
         None,
         description="A compiled answering program (JSON from `docfinder optimize`): its demos and "
         "instructions replace the built-in ones; unset: the built-in program.",
     )
+
+    @field_validator("rule_packs")
+    @classmethod
+    def _known_rule_packs(cls, names: list[str]) -> list[str]:
+        return [RULE_PACKS.check(name) for name in names]

@@ -1,12 +1,12 @@
 """DSPy Signatures of the answering agent. Each docstring is the instruction the LLM receives.
 
-They are kept short: the embedded model reads about 150 prompt tokens per second on two
-cores, so every word here costs time on every question. For the same reason one call
-understands the question (condense, classify, rephrase), and ``Supported`` is asked as the
-next turn of the generate call's conversation (:mod:`programs.continuation`), so the evidence
-it checks against is not read twice. The two checks stay separate calls: asked together,
-with the evidence in view, the embedded model judged supported answers not useful (SEC dev
-question 0: three supported answers, all "not useful").
+They are kept short: the embedded model reads 60 to 150 prompt tokens per second on two
+cores, so every word here costs time on every question. ``Generate`` is the one call of a
+question's common path; the checks of its answer are code (:mod:`pipeline.extractive`). With a
+server LLM the agent may also ask ``Supported`` (as the next turn of the generate call's
+conversation, :mod:`programs.continuation`, so the evidence is not read twice) and ``Useful``;
+``Understand`` condenses a conversation and rephrases a question when the settings ask for an
+LLM to do it (by default code does: :mod:`pipeline.conversation`).
 """
 
 from __future__ import annotations
@@ -46,20 +46,22 @@ class Transform(dspy.Signature):
 
 
 class Generate(dspy.Signature):
-    """Answer the question in one or two short sentences, using only the numbered evidence and its
-    words: name the specific facts that answer it (names, dates, figures, items), each figure
-    exactly as written, and cite the evidence after each claim as [n], for example: "Net sales
-    were $81,797 million [2]." A table row stands under its column headers: take each figure from
-    the column of the period asked about. If the evidence does not contain the answer, say only:
-    "The documents do not say." Add nothing the evidence does not state."""
+    """Answer the question from the numbered passages in one to three short sentences. Be specific:
+    give the names, settings, commands, values and figures that answer it, exactly as the passages
+    write them, and cite each claim as [n]. If the passages do not answer it, say so."""
 
-    question: str = dspy.InputField()
+    # The question comes last, after what it is asked of: read first, a chatty question was
+    # echoed back as the answer by the embedded 1.5B model.
     passages: str = dspy.InputField(
-        desc="numbered evidence: '[n] document (period) — heading, page', then its sentences and table rows"
+        desc="numbered passages: '[n] document (period) — heading, page', then its text"
     )
     glossary: str = dspy.InputField(desc="terms of this organisation and what they mean; may be empty")
-    answer: str = dspy.OutputField(desc="one or two sentences with [n] citations")
-    sources: list[int] = dspy.OutputField(desc="the numbers of the evidence the answer uses")
+    conversation: str = dspy.InputField(
+        desc="the user's earlier questions in this conversation, oldest first, which the question may "
+        "follow up; may be empty"
+    )
+    question: str = dspy.InputField()
+    answer: str = dspy.OutputField(desc="a short, specific answer with [n] citations")
 
 
 class Supported(dspy.Signature):

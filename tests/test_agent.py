@@ -10,7 +10,8 @@ from dspy.utils import DummyLM
 
 from pipeline.context import Retrieved, whole_passages
 from pipeline.domains import DomainChoice
-from pipeline.extractive import DOCUMENTS_SAY, says_documents_do_not_answer
+from pipeline.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, QUOTE_LIMIT, says_documents_do_not_answer
+from pipeline.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit
 from pipeline.wording import STEP_TEXT, status_text
@@ -19,6 +20,11 @@ from programs.agent_settings import AgentSettings
 from programs.signatures import Supported
 
 DOMAINS = {"alma": "the ALMA telescope", "general": "anything else"}
+QUESTION = "How often is the cryostat warmed up?"
+
+
+def agent(settings: AgentSettings = AgentSettings(), **kwargs) -> AnswerAgent:
+    return AnswerAgent(DOMAINS, settings=settings, **{"max_passages": 8, "llm_timeout_s": 30.0, **kwargs})
 
 
 def chunk(n: int, text: str) -> Chunk:
@@ -43,7 +49,7 @@ HITS = [SearchHit(chunk(1, "The cryostat is warmed up every six months."), 0.9)]
 SPARSE = [SearchHit(chunk(7, "The cold head was replaced in 2019."), 0.6)]
 
 
-def run(agent, lm, retriever, message="How often is the cryostat warmed up?", **kwargs):
+def run(agent, lm, retriever, message=QUESTION, **kwargs):
     events = []
 
     async def on_status(event):
@@ -56,47 +62,25 @@ def run(agent, lm, retriever, message="How often is the cryostat warmed up?", **
     return asyncio.run(go()), events
 
 
-def understood(rephrased: str, domain: str = "alma") -> dict:
-    """The understanding call's reply for the test question: it stands alone, in ``domain``."""
-    return {
-        "standalone_question": "How often is the cryostat warmed up?",
-        "domain": domain,
-        "rephrased": rephrased,
-    }
-
-
 def lm(*answers):
     return DummyLM(list(answers), adapter=dspy.JSONAdapter())
 
 
-def test_happy_path_answers_with_citations_and_streams_every_step():
-    agent = AnswerAgent(DOMAINS)
-    model = lm(
-        {
-            "standalone_question": "A question the model made up",  # no history: the message stands
-            "domain": "alma",
-            "rephrased": "cryostat warm-up interval",
-        },
-        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
-        {"supported": "yes"},
-    )
+def test_one_llm_call_answers_with_its_own_sentences_citations_and_quotes_and_streams_every_step():
+    model = lm({"answer": "Every six months, as scheduled [1]."})
     retriever = ScriptedRetriever(HITS)
-    result, events = run(agent, model, retriever)
-    assert len(model.history) == 3, "understand, generate, supported: three LLM calls (usefulness by code)"
-    assert result.question == "How often is the cryostat warmed up?"
-    assert result.outcome == "answered"
-    assert (
-        result.answer
-        == "Every six months, as scheduled [1].\n\n“The cryostat is warmed up every six months.” [1]"
-    ), "the model's checked sentence, then the document's own words, placed by code"
+    result, events = run(agent(), model, retriever)
+    assert len(model.history) == 1, "generate only: the checks are code"
+    assert result.outcome == "answered" and result.question == QUESTION
+    assert result.answer == "Every six months, as scheduled [1].", (
+        "the model's checked sentence, no quote in it"
+    )
+    assert [q.text for q in result.evidence] == ["The cryostat is warmed up every six months."]
     assert [c.passage_id for c in result.citations] == ["doc-0001"] and result.citations[0].pages == (1, 1)
-    assert result.verdicts == {"supported": "yes", "useful": "code"} and result.domain == "alma"
-    assert retriever.calls == [
-        (["How often is the cryostat warmed up?", "cryostat warm-up interval"], "alma", "hybrid")
-    ]
+    assert result.verdicts == {"supported": "code", "useful": "code"}
+    assert retriever.calls == [([QUESTION], None, "hybrid")]
     assert events == [
-        "classify_query",
-        "review_query",
+        "understand_skipped",
         "retrieve",
         "grade_documents",
         "evidence",
@@ -108,224 +92,209 @@ def test_happy_path_answers_with_citations_and_streams_every_step():
     shown = result.trace[events.index("evidence")]["quotes"]
     assert shown[0]["text"] == "The cryostat is warmed up every six months." and shown[0]["n"] == 1
     assert "llm_call" not in result.trace[events.index("evidence")], "the evidence is shown before any answer"
-    assert [e["step"] for e in result.trace] == events
     assert all(isinstance(e["step"], Step) for e in result.trace), "one enum names every step"
     assert {status_text(e) for e in events} <= {*STEP_TEXT.values(), None}
 
 
-def test_a_first_question_skips_understanding_when_no_domain_weighs_collections():
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
-    model = lm(
-        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
-        {"supported": "yes"},
-    )
-    retriever = ScriptedRetriever(HITS)
-    result, events = run(agent, model, retriever)
-    assert len(model.history) == 2, "generate, supported: two LLM calls"
-    assert result.outcome == "answered" and result.domain is None
-    assert retriever.calls == [(["How often is the cryostat warmed up?"], None, "hybrid")]
-    assert events[0] == "understand_skipped" and "classify_query" not in events
-
-
-class NearestDomain:
-    """A hand-written classifier: the domain named by a word of the question, and what it was asked."""
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    async def __call__(self, question: str) -> DomainChoice:
-        self.asked.append(question)
-        domain = "alma" if "ALMA" in question else "general"
-        return DomainChoice(domain, {"alma": 0.8 if domain == "alma" else 0.1, "general": 0.3})
-
-
 def test_a_classifier_places_the_question_in_a_domain_without_an_llm_call():
-    classify = NearestDomain()
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False, classify=classify)
+    async def classify(question):
+        return DomainChoice("alma", {"alma": 0.7, "general": 0.2})
+
+    model = lm({"answer": "Every six months, as scheduled [1]."})
+    retriever = ScriptedRetriever(HITS)
+    result, _ = run(agent(classify=classify), model, retriever)
+    assert result.domain == "alma" and retriever.calls[0][1] == "alma" and len(model.history) == 1
+    step = next(e for e in result.trace if e["step"] == "classify_query")
+    assert step["method"] == "embedding" and step["similarities"] == {"alma": 0.7, "general": 0.2}
+
+
+def test_a_follow_up_is_searched_with_the_previous_question_and_answered_in_one_call():
+    """No condensing call: the search reads the previous question too, the model the earlier
+    questions (never the earlier answers, whose wording a small model copies)."""
+    history = [("user", "Tell me about the ALMA cryostat."), ("assistant", "The documents do not say.")]
+    model = lm({"answer": "Every six months [1]."})
+    retriever = ScriptedRetriever(HITS)
+    result, events = run(agent(), model, retriever, "And how often is it warmed up?", history=history)
+    assert retriever.calls[0][0] == ["Tell me about the ALMA cryostat. And how often is it warmed up?"]
+    assert events[0] == "condense" and result.trace[0]["method"] == "code" and len(model.history) == 1
+    prompt = model.history[0]["messages"][-1]["content"]
+    conversation = prompt.split("[[ ## conversation ## ]]")[1].split("[[ ## passages ## ]]")[0]
+    assert "Tell me about the ALMA cryostat." in conversation and "do not say" not in conversation
+    assert result.outcome == "answered"
+
+
+def test_understanding_by_the_llm_condenses_classifies_and_rephrases_in_one_call():
     model = lm(
-        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
-        {"supported": "yes"},
+        {
+            "standalone_question": "How often is the ALMA cryostat warmed up?",
+            "domain": "alma",
+            "rephrased": "warm-up",
+        },
+        {"answer": "Every six months [1]."},
     )
     retriever = ScriptedRetriever(HITS)
-    result, events = run(agent, model, retriever, message="How often is the ALMA cryostat warmed up?")
-    assert len(model.history) == 2, "generate, supported: classification costs no LLM call"
-    assert events[:3] == ["understand_skipped", "classify_query", "retrieve"]
-    classified = result.trace[1]
-    assert classified["domain"] == "alma" and classified["method"] == "embedding"
-    assert classified["similarities"]["alma"] == 0.8
-    assert retriever.calls[0][1] == "alma", "the search weighs the collections of the chosen domain"
-    assert result.domain == "alma"
-
-
-def test_a_follow_up_is_classified_by_its_condensed_question_and_the_llm_is_not_asked_the_domain():
-    classify = NearestDomain()
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False, classify=classify)
-    model = lm(*FOLLOW_UP)
+    history = [("user", "Tell me about ALMA.")]
     result, events = run(
-        agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")], message="And it?"
+        agent(AgentSettings(understand="llm")), model, retriever, "How often?", history=history
     )
-    assert classify.asked == ["How often is the ALMA cryostat warmed up?"]
-    assert events[:3] == ["condense", "review_query", "classify_query"] and result.domain == "alma"
-    understand_prompt = str(model.history[0]["messages"])
-    assert "the ALMA telescope" not in understand_prompt, "the domains are not listed for the LLM"
-
-
-# A follow-up in a conversation: understood (condensed) first, then answered and checked.
-FOLLOW_UP = (
-    {
-        "standalone_question": "How often is the ALMA cryostat warmed up?",
-        "domain": "alma",
-        "rephrased": "cryostat maintenance",
-    },
-    {"answer": "Every six months, as scheduled [1].", "sources": [1]},
-    {"supported": "yes"},
-)
-
-
-def test_a_follow_up_is_condensed_even_when_first_questions_skip_understanding():
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
-    model = lm(*FOLLOW_UP)
-    result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
-    assert result.question == "How often is the ALMA cryostat warmed up?"
-    assert events[:2] == ["condense", "classify_query"] and len(model.history) == 3
-
-
-def test_history_is_condensed_first():
-    agent = AnswerAgent(DOMAINS)
-    model = lm(*FOLLOW_UP)
-    result, events = run(agent, model, ScriptedRetriever(HITS), history=[("user", "Tell me about ALMA.")])
-    assert events[0] == "condense" and result.question == "How often is the ALMA cryostat warmed up?"
+    assert result.question == "How often is the ALMA cryostat warmed up?" and result.domain == "alma"
+    assert retriever.calls[0] == (["How often is the ALMA cryostat warmed up?", "warm-up"], "alma", "hybrid")
+    assert events[:3] == ["condense", "classify_query", "review_query"] and len(model.history) == 2
 
 
 def test_no_passages_rewrites_then_answers_no_documents_without_generating():
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=2))
-    model = lm(
-        understood("cryostat", domain="general"),
-        {"rewritten": "cryostat warm-up schedule"},
-        {"rewritten": "cryostat maintenance interval"},
-    )
+    model = lm({"rewritten": "cryostat warm-up schedule"}, {"rewritten": "cryostat maintenance interval"})
     retriever = ScriptedRetriever([], [], [])
-    result, events = run(agent, model, retriever)
+    result, events = run(agent(AgentSettings(max_rewrites=2)), model, retriever)
     assert result.outcome == "no_documents" and result.answer == NO_DOCUMENTS and result.citations == []
     assert events.count("transform_query") == 2 and "generate" not in events
-    assert len(retriever.calls) == 3
-    assert len(model.history) == 3  # understand and two rewrites: no generate, no checks
+    assert len(retriever.calls) == 3 and len(model.history) == 2
 
 
 def test_low_scores_are_graded_away():
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=0, grade_threshold=0.95))
-    result, _ = run(
-        agent,
-        lm(understood("x")),
-        ScriptedRetriever(HITS),
-    )
+    result, _ = run(agent(AgentSettings(max_rewrites=0, grade_threshold=0.95)), lm(), ScriptedRetriever(HITS))
     assert result.outcome == "no_documents"
     assert result.trace[-1] == {**result.trace[-1], "step": "grade_documents", "kept": [], "threshold": 0.95}
 
 
-def test_unsupported_answer_tries_the_sparse_set_then_succeeds():
-    agent = AnswerAgent(DOMAINS)
+def test_a_sentence_whose_figure_no_cited_passage_states_is_dropped_and_the_sparse_set_gives_a_second_draft():
     model = lm(
-        understood("cryostat"),
-        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
-        {"supported": "no"},
-        {
-            "answer": "Every six months [1]; the cold head was replaced in 2019, as scheduled [2].",
-            "sources": [2],
-        },
-        {"supported": "yes"},
+        {"answer": "Every 18 months [1]."},  # the passage says every six months
+        {"answer": "The cold head was replaced in 2019 [2]."},
     )
     retriever = ScriptedRetriever(HITS, SPARSE)
-    result, events = run(agent, model, retriever)
-    assert result.outcome == "answered"
-    assert retriever.calls[1] == (["How often is the cryostat warmed up?"], "alma", "sparse")
-    assert "sparse_fallback" in events and events.count("generate") == 2
-    assert events.count("useful") == 1, "useful is not reported once supported has failed"
-    assert [e["llm_call"] for e in result.trace if "llm_call" in e] == [
-        "understand",
-        "generate",
-        "supported",
-        "generate",
-        "supported",
-    ], "the sparse fallback retrieves without the LLM"
-    assert [c.passage_id for c in result.citations] == ["doc-0001", "doc-0007"]
-
-
-def test_the_grounding_check_continues_the_generate_conversation_and_names_the_cited_passages():
-    agent = AnswerAgent(DOMAINS)
-    hits = [*HITS, SearchHit(chunk(2, "The compressor is serviced yearly."), 0.8)]
-    model = lm(
-        understood("compressor"),
-        {"answer": "The compressor is serviced yearly, as scheduled [2].", "sources": [2]},
-        {"supported": "yes"},
-    )
-    result, _ = run(agent, model, ScriptedRetriever(hits))
-    generate, check = model.history[1]["messages"], model.history[2]["messages"]
-    assert check[: len(generate)] == generate, "the check's prompt begins with the generate call's, unchanged"
-    written, turn = check[len(generate) :]
-    assert written["role"] == "assistant" and "serviced yearly, as scheduled [2]." in written["content"]
-    assert turn["role"] == "user" and turn["content"].startswith("Check the answer you have just written")
-    assert "[[ ## cited ## ]]\n[2]\n" in turn["content"], "asked about the passage the answer cites"
-    assert "cryostat is warmed" not in turn["content"], "the evidence is not sent again"
-    assert all(m["role"] != "system" for m in check[len(generate) :])
-    assert result.trace[-2] == {
-        **result.trace[-2],
-        "step": "supported",
-        "passages": 1,
-        "llm_call": "supported",
-    }
-
-
-def test_a_sentence_whose_figure_its_cited_passage_does_not_state_is_dropped_without_an_llm_check():
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=0))
-    model = lm(
-        understood("cryostat"),
-        {"answer": "Every 18 months [1].", "sources": [1]},  # the passage says every six months
-        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
-        {"supported": "yes"},
-    )
-    result, _ = run(agent, model, ScriptedRetriever(HITS, SPARSE))
+    result, events = run(agent(), model, retriever)
     first = next(e for e in result.trace if e["step"] == "compose")
-    assert first["kind"] == "quotes" and first["kept"] == ""
-    assert first["dropped"] == [{"sentence": "Every 18 months [1].", "reason": "figure", "detail": ["18"]}]
-    assert "llm_call" not in first or first["llm_call"] == "generate", "no LLM check for an unstated figure"
-    assert result.outcome == "answered" and result.answer.startswith("Every six months, as scheduled [1].\n")
-    assert "18" not in result.answer
-    assert len(model.history) == 4, "understand, generate, generate again, supported"
+    assert first["kind"] == "quotes" and first["dropped"] == [
+        {"sentence": "Every 18 months [1].", "reason": "figure", "detail": ["18"]}
+    ]
+    assert retriever.calls[1] == ([QUESTION], None, "sparse") and "sparse_fallback" in events
+    assert result.outcome == "answered" and result.answer == "The cold head was replaced in 2019 [2]."
+    assert "18" not in result.answer and len(model.history) == 2
+    assert [c.passage_id for c in result.citations][-1] == "doc-0007"
 
 
-def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_passes_in_three_calls():
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=0))
+def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_its_unit_is_quoted():
     hits = [*HITS, SearchHit(chunk(2, "The cold head is replaced every 18 months."), 0.8)]
-    model = lm(
-        understood("cold head"),
-        {"answer": "The cold head is replaced every 18 months, as scheduled [1].", "sources": [1]},
-        {"supported": "yes"},
-    )
-    result, events = run(agent, model, ScriptedRetriever(hits))
-    assert result.answer.startswith("The cold head is replaced every 18 months, as scheduled [1][2].\n")
-    assert [c.n for c in result.citations] == [1, 2]
-    assert "“The cold head is replaced every 18 months.” [2]" in result.answer, (
-        "the unit that states it is quoted"
-    )
+    model = lm({"answer": "The cold head is replaced every 18 months, as scheduled [1]."})
+    result, _ = run(agent(), model, ScriptedRetriever(hits), "How often is the cold head replaced?")
+    assert result.answer == "The cold head is replaced every 18 months, as scheduled [1][2]."
+    assert "The cold head is replaced every 18 months." in [q.text for q in result.evidence]
     cited = next(e for e in result.trace if e["step"] == "cite_figures")
     assert cited["added"] == [{"figure": "18", "passage": 2}]
-    assert events.index("cite_figures") < events.index("supported")
-    assert "[[ ## cited ## ]]\n[1], [2]\n" in model.history[2]["messages"][-1]["content"]
-    assert result.outcome == "answered" and len(model.history) == 3, "understand, generate, supported"
+    assert result.outcome == "answered" and len(model.history) == 1
 
 
-def test_without_the_figure_check_the_llm_alone_judges_an_unstated_figure():
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=0, figure_check=False))
-    model = lm(
-        understood("cryostat"),
-        {"answer": "Every 18 months [1].", "sources": [1]},
-        {"supported": "yes"},
+def test_a_yes_that_its_own_quote_contradicts_is_dropped():
+    """Seen on a kept-aside manual-qa question: "Yes, an NTSB accident report like this one can be
+    used as evidence in a lawsuit" printed above the quote that precludes it."""
+    hits = [
+        SearchHit(chunk(1, "The report may not be used as evidence in a lawsuit about the accident."), 0.9),
+        SearchHit(chunk(2, "Reports are published on the agency's website for the public."), 0.8),
+    ]
+    model = lm({"answer": "Yes, the report can be used as evidence in a lawsuit [2]."})
+    asked = "Can the report be used as evidence in a lawsuit?"
+    result, _ = run(
+        agent(AgentSettings(max_rewrites=0)), model, ScriptedRetriever(hits), asked, sparse_available=False
     )
-    result, _ = run(agent, model, ScriptedRetriever(HITS))
-    check = next(e for e in result.trace if e["step"] == "supported")
-    assert check["llm_call"] == "supported"
-    assert result.outcome == "answered" and result.answer.startswith("Every 18 months [1].\n")
+    dropped = [d["reason"] for e in result.trace if e["step"] == "compose" for d in e["dropped"]]
+    assert dropped == ["negation"] and result.outcome == "unverified"
+    assert "The report may not be used as evidence" in result.evidence[0].text
+
+
+def test_the_model_saying_the_documents_do_not_say_is_the_answer_with_the_nearest_quotes():
+    model = lm({"answer": "The documents do not say which pump the cryostat uses."})
+    result, events = run(agent(), model, ScriptedRetriever(HITS), "Which vacuum pump does the cryostat use?")
+    assert result.outcome == "not_in_documents" and result.answer.startswith(NOT_IN_DOCUMENTS)
+    assert says_documents_do_not_answer(result.answer) and len(result.evidence) <= 2
+    assert len(model.history) == 1 and "supported" not in events
+
+
+def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an_llm_check():
+    model = lm(
+        {"answer": "Yes, the cryostat is warmed up [1]."},  # nothing the question did not say
+        {"rewritten": "cryostat warm-up frequency"},
+        {"answer": "It is warmed [1]."},
+    )
+    retriever = ScriptedRetriever(HITS, [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7)])
+    result, _ = run(agent(AgentSettings(max_rewrites=1)), model, retriever, sparse_available=False)
+    assert result.outcome == "unverified" and result.answer == NOT_VERIFIED
+    assert not says_documents_do_not_answer(result.answer), "vague drafts say nothing of the documents"
+    assert [q.text for q in result.evidence] == ["The cryostat is warmed up every six months."]
+    reasons = [d["reason"] for e in result.trace if e["step"] == "compose" for d in e["dropped"]]
+    assert reasons == ["says_nothing", "says_nothing"] and len(model.history) == 3
+
+
+def test_drafts_that_each_put_forward_what_no_cited_passage_states_end_in_the_documents_do_not_say():
+    """Asked for what the documents lack, a small model fills the gap: a name no passage has, or
+    one taken from a passage it does not cite. When every failed draft did so, the lead says the
+    documents do not say it; the same question answered vaguely does not."""
+    hits = [
+        SearchHit(chunk(1, "The cryostat is warmed up every six months."), 0.9),
+        SearchHit(chunk(2, "Interviews take place in a quiet room in the QENSIU."), 0.8),
+    ]
+    retried = [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7), hits[1]]
+    asked = "Which vacuum pump model does the cryostat use?"
+    model = lm(
+        {"answer": "The cryostat uses the Edwards pump [1]."},
+        {"rewritten": "cryostat vacuum pump"},
+        {"answer": "The vacuum pump model the cryostat uses is the QENSIU [1]."},
+    )
+    run_agent = agent(AgentSettings(max_rewrites=1))
+    result, _ = run(run_agent, model, ScriptedRetriever(hits, retried), asked, sparse_available=False)
+    assert result.outcome == "unverified" and result.answer == NOT_CLEARLY_SAID
+    assert says_documents_do_not_answer(result.answer)
+    vague = lm(
+        {"answer": "The cryostat uses a vacuum pump [1]."},
+        {"rewritten": "cryostat vacuum pump"},
+        {"answer": "The vacuum pump model the cryostat uses is the QENSIU [1]."},
+    )
+    result, _ = run(run_agent, vague, ScriptedRetriever(hits, retried), asked, sparse_available=False)
+    assert result.outcome == "unverified" and result.answer == NOT_VERIFIED
+
+
+def test_the_same_passages_are_not_generated_from_twice():
+    model = lm({"answer": "It is warmed [1]."}, {"rewritten": "cryostat warm-up interval"})
+    retriever = ScriptedRetriever(HITS, HITS)
+    result, events = run(agent(AgentSettings(max_rewrites=1)), model, retriever, sparse_available=False)
+    assert result.outcome == "unverified"
+    assert events.count("generate") == 1 and "generate_skipped" in events
+    assert QUESTION in model.history[-1]["messages"][-1]["content"], "the rewrite sees the queries tried"
+
+
+def test_quotes_are_at_most_three_and_each_matches_the_question_or_the_answer():
+    texts = [f"Filter {n} of the compressor is cleaned monthly." for n in range(1, 7)]
+    texts += ["The parking lot closes at ten.", "The cryostat is warmed up every six months."]
+    hits = [SearchHit(chunk(n, t), 1.0 - n / 20) for n, t in enumerate(texts, start=1)]
+    model = lm({"answer": "The cryostat is warmed up every six months [8]."})
+    result, _ = run(agent(), model, ScriptedRetriever(hits))
+    assert 1 <= len(result.evidence) <= QUOTE_LIMIT
+    assert all("parking" not in q.text for q in result.evidence)
+    assert "“" not in result.answer, "the quotes stand under the answer, not in its text"
+
+
+def test_llm_checks_ask_supported_and_useful_at_once_the_first_continuing_the_generate_call():
+    hits = [*HITS, SearchHit(chunk(2, "The compressor is serviced yearly."), 0.8)]
+    model = lm(
+        {"answer": "The compressor is serviced yearly, as scheduled [2]."},
+        {"supported": "yes"},
+        {"useful": "yes"},
+    )
+    result, _ = run(
+        agent(AgentSettings(llm_checks=True)),
+        model,
+        ScriptedRetriever(hits),
+        "How often is the compressor serviced?",
+    )
+    generate = model.history[0]["messages"]
+    checks = [h["messages"] for h in model.history[1:]]
+    check = next(m for m in checks if "cited" in m[-1]["content"])
+    assert check[: len(generate)] == generate, "the check's prompt begins with the generate call's, unchanged"
+    assert (
+        "[[ ## cited ## ]]\n[2]\n" in check[-1]["content"]
+        and "cryostat is warmed" not in check[-1]["content"]
+    )
+    assert result.verdicts == {"supported": "yes", "useful": "yes"} and result.outcome == "answered"
 
 
 def test_a_continued_call_never_falls_back_to_an_adapter_that_drops_the_earlier_turns():
@@ -341,131 +310,32 @@ def test_a_continued_call_never_falls_back_to_an_adapter_that_drops_the_earlier_
     assert messages[:2] == list(earlier.messages) and "[[ ## cited ## ]]\n[1]" in messages[2]["content"]
 
 
-def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an_llm_check():
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1))
-    model = lm(
-        understood("cryostat"),
-        {"answer": "Yes, the cryostat is warmed up [1].", "sources": [1]},  # nothing the question did not say
-        {"rewritten": "cryostat warm-up frequency"},
-        {"answer": "It is warmed [1].", "sources": [1]},
-    )
-    retriever = ScriptedRetriever(HITS, [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7)])
-    result, events = run(agent, model, retriever, sparse_available=False)
-    assert result.outcome == "unverified"
-    # Vague drafts say nothing of the documents: the lead does not claim they lack the answer.
-    assert result.answer == f"{NOT_VERIFIED}\n“The cryostat is warmed up every six months.” [1]"
-    assert not says_documents_do_not_answer(result.answer)
-    assert [c.passage_id for c in result.citations] == ["doc-0001"]
-    reasons = [d["reason"] for e in result.trace if e["step"] == "compose" for d in e["dropped"]]
-    assert reasons == ["says_nothing", "says_nothing"] and "supported" not in events
-    assert len(model.history) == 4, (
-        "understand, generate, transform, generate: no LLM check of a vague answer"
-    )
-
-
-def test_drafts_that_each_put_forward_what_no_cited_passage_states_end_in_the_documents_do_not_say():
-    """Asked for what the documents lack, a small model fills the gap: a figure no passage
-    states, or a name taken from a passage it does not cite. When every failed draft did so,
-    the lead says the documents do not say it; the same question answered vaguely does not."""
-    hits = [
-        SearchHit(chunk(1, "The cryostat is warmed up every six months."), 0.9),
-        SearchHit(chunk(2, "Interviews take place in a quiet room in the QENSIU."), 0.8),
-    ]
-    question = "Which vacuum pump model does the cryostat use?"
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1), understand_first_turn=False)
-    model = lm(
-        {"answer": "The cryostat uses the Edwards pump [1].", "sources": [1]},  # a name no passage has
-        {"rewritten": "cryostat vacuum pump"},
-        # a name from a passage it does not cite
-        {"answer": "The vacuum pump model the cryostat uses is the QENSIU [1].", "sources": [1]},
-    )
-    retried = [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7), hits[1]]
-    retriever = ScriptedRetriever(hits, retried)
-    result, _ = run(agent, model, retriever, question, sparse_available=False)
-    assert result.outcome == "unverified" and result.answer.startswith(NOT_CLEARLY_SAID)
-    assert says_documents_do_not_answer(result.answer)
-
-    vague = lm(
-        {"answer": "The cryostat uses a vacuum pump [1].", "sources": [1]},
-        {"rewritten": "cryostat vacuum pump"},
-        {"answer": "The vacuum pump model the cryostat uses is the QENSIU [1].", "sources": [1]},
-    )
-    retriever = ScriptedRetriever(hits, retried)
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1), understand_first_turn=False)
-    result, _ = run(agent, vague, retriever, question, sparse_available=False)
-    assert result.outcome == "unverified" and result.answer.startswith(NOT_VERIFIED)
-
-
-def test_the_same_passages_are_not_generated_from_twice():
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=1), understand_first_turn=False)
-    model = lm(
-        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
-        {"supported": "no"},
-        {"rewritten": "cryostat warm-up interval"},
-    )
-    retriever = ScriptedRetriever(HITS, HITS)
-    result, events = run(agent, model, retriever, sparse_available=False)
-    assert result.outcome == "unverified"
-    assert events.count("generate") == 1 and "generate_skipped" in events
-    transform = next(e for e in result.trace if e["step"] == "transform_query")
-    assert transform["query"] == "cryostat warm-up interval"
-    tried_prompt = model.history[-1]["messages"][-1]["content"]
-    assert "How often is the cryostat warmed up?" in tried_prompt
-
-
-def test_a_retry_that_would_take_more_than_five_llm_calls_is_not_started():
-    """understand, generate and a failed check are three calls; a rewrite and a second draft
-    would make six: the best evidence is quoted instead."""
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(max_rewrites=2))
-    model = lm(
-        understood("cryostat"),
-        {"answer": "Every six months, as scheduled [1].", "sources": [1]},
-        {"supported": "no"},
-    )
-    result, events = run(agent, model, ScriptedRetriever(HITS), sparse_available=False)
-    assert len(model.history) == 3 and "transform_query" not in events
-    assert result.outcome == "unverified" and result.answer.startswith(NOT_VERIFIED)
-    assert "“The cryostat is warmed up every six months.” [1]" in result.answer
-
-
 def sparse_retry(agent, sparse_hits):
-    """A first answer the check rejects, then the sparse fallback's answer citing passage [5]."""
+    """A first answer code drops (a figure no passage states), then the sparse fallback's answer
+    citing passage [5]."""
     full = [SearchHit(chunk(n, f"Passage {n} about the cryostat."), 1.0 - n / 10) for n in range(1, 5)]
     model = lm(
-        understood("cryostat"),
-        {"answer": "Passage 1 is about the cryostat [1].", "sources": [1]},
-        {"supported": "no"},
-        {"answer": "The cold head was replaced in 2019 [5].", "sources": [5]},
-        {"supported": "yes"},
+        {"answer": "Passage 1 names 18 cryostats [1]."},
+        {"answer": "The cold head was replaced in 2019 [5]."},
     )
     result, _ = run(agent, model, ScriptedRetriever(full, sparse_hits))
-    generate_prompts = [
-        h["messages"][-1]["content"]
-        for h in model.history
-        if "[[ ## passages ## ]]" in h["messages"][-1]["content"]
-    ]
-    return result, [
-        p.split("[[ ## passages ## ]]")[1].split("[[ ## glossary ## ]]")[0] for p in generate_prompts
-    ]
+    prompts = [h["messages"][-1]["content"] for h in model.history]
+    return result, [p.split("[[ ## passages ## ]]")[1].split("[[ ## glossary ## ]]")[0] for p in prompts]
 
 
 def test_sparse_passages_are_appended_so_the_new_prompt_starts_with_the_last():
-    agent = AnswerAgent(DOMAINS, max_passages=4)
-    result, (first, second) = sparse_retry(agent, SPARSE)
-    assert result.outcome == "answered" and result.answer.startswith(
-        "The cold head was replaced in 2019 [5]."
-    )
-    assert "“The cold head was replaced in 2019.” [5]" in result.answer
+    result, (first, second) = sparse_retry(agent(max_passages=4), SPARSE)
+    assert result.outcome == "answered" and result.answer == "The cold head was replaced in 2019 [5]."
     assert "doc-0007" in [c.passage_id for c in result.citations]
     assert [e for e in result.trace if e["step"] == "generate"][1]["passages"] == 5
     assert second.startswith(first.rstrip()), "the LLM server resumes the second prompt from its cache"
-    assert "[5] Manual 7 — Setup, p. 7\nThe cold head was replaced in 2019." in second
 
 
 def test_sparse_passages_too_long_for_the_window_replace_the_lowest_ranked():
-    agent = AnswerAgent(DOMAINS, settings=AgentSettings(sparse_tokens=30), max_passages=4)
     long_sparse = [SearchHit(chunk(7, "The cold head was replaced in 2019. " * 3), 0.6)]
-    result, (first, second) = sparse_retry(agent, long_sparse)
+    result, (first, second) = sparse_retry(
+        agent(AgentSettings(sparse_tokens=30), max_passages=4), long_sparse
+    )
     assert [e for e in result.trace if e["step"] == "generate"][1]["passages"] == 4
     assert "[4] Manual 7" in second and "Manual 4" in first and "Manual 4" not in second
 
@@ -480,28 +350,6 @@ def test_the_llm_token_estimate_counts_each_digit_and_stays_above_the_tokenizers
     assert estimated_llm_tokens("Revenue was $3.8 billion, down $441 million from Q3 2022.") >= 23
 
 
-def test_declared_sources_become_inline_markers_when_the_answer_has_none():
-    from programs.agent import with_citation_markers
-
-    texts = ["The cryostat is warmed up twice a year.", "Warm-ups take a day.", "Filters are cleaned."]
-    assert with_citation_markers("Twice a year.", [2, 1, 9], texts) == "Twice a year. [1][2]"
-    assert with_citation_markers("Twice a year [2].", [1], texts) == "Twice a year [2]."
-    assert with_citation_markers("Twice a year.", [], texts) == "Twice a year."
-
-
-def test_a_model_that_declares_every_source_gets_markers_for_those_its_answer_shares_words_with():
-    from programs.agent import MAX_APPENDED_MARKERS, with_citation_markers
-
-    texts = [f"Unrelated passage number {n} about parking rules." for n in range(1, 16)]
-    texts[6] = "Run docfinder ingest on a folder to add documents to a collection."
-    texts[11] = "Ingest again whenever documents change; unchanged files are skipped."
-    answer = "Use docfinder ingest on the folder; ingest again when documents change."
-    marked = with_citation_markers(answer, list(range(1, 16)), texts)
-    assert marked == f"{answer} [7][12]", "only the passages the answer shares words with"
-    texts[2] = "Documents in a collection are found by ingest; ingest a folder again after changes."
-    assert with_citation_markers(answer, list(range(1, 16)), texts).count("[") == MAX_APPENDED_MARKERS
-
-
 class SlowLM(dspy.BaseLM):
     """An LM that never answers within the agent's timeout."""
 
@@ -514,13 +362,10 @@ class SlowLM(dspy.BaseLM):
 
 
 def test_llm_timeout_gives_a_sources_only_answer():
-    agent = AnswerAgent(DOMAINS, llm_timeout_s=0.05)
-    retriever = ScriptedRetriever(HITS)
-    result, events = run(agent, SlowLM(), retriever)
+    result, events = run(agent(llm_timeout_s=0.05), SlowLM(), ScriptedRetriever(HITS))
     assert result.outcome == "llm_unavailable" and result.answer == LLM_UNAVAILABLE
     assert [c.passage_id for c in result.citations] == ["doc-0001"]
-    assert events == ["llm_unavailable"]
-    assert "0.05 s" in result.trace[0]["error"]
+    assert events[-1] == "llm_unavailable" and "0.05 s" in result.trace[-1]["error"]
 
 
 @pytest.fixture(autouse=True)
@@ -529,19 +374,16 @@ def _reset_dspy():
     dspy.configure(lm=None)
 
 
-def test_an_answer_without_citation_markers_still_lists_its_sources():
+def test_an_answer_cites_what_its_text_cites_and_its_quotes_come_from():
     from programs.agent import citations_for
 
     passages = whole_passages([SearchHit(chunk(1, "a"), 1.0), SearchHit(chunk(2, "b"), 0.5)])
-    assert [c.n for c in citations_for(passages, "Twice a year [2].")] == [2]
-    assert [c.n for c in citations_for(passages, "Twice a year.")] == [1, 2]
-    assert [c.n for c in citations_for(passages, "See [9].")] == [1, 2]
+    assert [c.n for c in citations_for(passages, {2})] == [2]
+    assert [c.n for c in citations_for(passages, set())] == [1, 2]
 
 
 def test_an_unreadable_llm_reply_gives_a_sources_only_answer():
-    agent = AnswerAgent(DOMAINS)
-    model = lm({"not_the_field": "x"})
-    result, _ = run(agent, model, ScriptedRetriever(HITS))
+    result, _ = run(agent(), lm({"not_the_field": "x"}), ScriptedRetriever(HITS))
     assert result.outcome == "llm_unavailable" and [c.passage_id for c in result.citations] == ["doc-0001"]
     assert "could not be read" in result.trace[-1]["error"]
 
@@ -557,22 +399,16 @@ class RawReplyLM(DummyLM):
 
 
 def test_a_reply_cut_off_at_the_token_limit_keeps_its_whole_sentences():
-    """Seen on SEC dev: a reply listing figures ran to the token limit, its JSON never closed, and
-    the user was told the language model was not available."""
     cut = '{"answer": "The cryostat is warmed up every six months [1]. Before that, it was warmed up ev'
-    model = RawReplyLM([understood("cryostat warm-up interval"), {"raw": cut}], adapter=dspy.JSONAdapter())
-    result, _ = run(AnswerAgent(DOMAINS), model, ScriptedRetriever(HITS))
-    assert result.outcome == "answered"
-    assert result.answer.startswith("The cryostat is warmed up every six months [1].\n")
+    model = RawReplyLM([{"raw": cut}], adapter=dspy.JSONAdapter())
+    result, _ = run(agent(), model, ScriptedRetriever(HITS))
+    assert result.outcome == "answered" and result.answer == "The cryostat is warmed up every six months [1]."
     generate = next(e for e in result.trace if e["step"] == "generate")
-    assert (
-        generate["cut_off"] is True
-        and generate["answer"] == "The cryostat is warmed up every six months [1]."
-    )
+    assert generate["cut_off"] is True
     nothing_whole = RawReplyLM(
         [{"raw": '{"answer": "The cryostat is warmed up ev'}], adapter=dspy.JSONAdapter()
     )
-    result, _ = run(AnswerAgent(DOMAINS), nothing_whole, ScriptedRetriever(HITS))
+    result, _ = run(agent(), nothing_whole, ScriptedRetriever(HITS))
     assert result.outcome == "llm_unavailable" and "could not be read" in result.trace[-1]["error"]
 
 
@@ -585,91 +421,58 @@ class WindowTooSmallLM(dspy.BaseLM):
     async def aforward(self, prompt=None, messages=None, **kwargs):
         from dspy.utils.exceptions import ContextWindowExceededError
 
-        raise ContextWindowExceededError(
-            model="small", message="maximum context length is 4096 tokens, requested 5008"
-        )
+        raise ContextWindowExceededError(model="small", message="maximum context length is 4096 tokens")
 
     def forward(self, prompt=None, messages=None, **kwargs):
         raise AssertionError("the agent calls the LM asynchronously")
 
 
 def test_a_prompt_longer_than_the_models_window_gives_a_sources_only_answer():
-    result, _ = run(AnswerAgent(DOMAINS), WindowTooSmallLM(), ScriptedRetriever(HITS))
+    result, _ = run(agent(), WindowTooSmallLM(), ScriptedRetriever(HITS))
     assert result.outcome == "llm_unavailable" and [c.passage_id for c in result.citations] == ["doc-0001"]
     assert "longer than the language model's window" in result.trace[-1]["error"]
 
 
-def test_an_answer_in_the_cited_passages_own_words_is_grounded_by_code_without_an_llm_check():
-    """The 1.5B judge said "no" to an NTSB report's findings listed word for word; an answer
-    whose new words are runs copied from the passages it cites needs no judge."""
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
-    model = lm({"answer": "The cryostat is warmed up every six months [1].", "sources": [1]})
-    result, events = run(agent, model, ScriptedRetriever(HITS))
-    assert result.outcome == "answered" and len(model.history) == 1, "generate only"
-    assert result.verdicts == {"supported": "code", "useful": "code"}
-    check = next(e for e in result.trace if e["step"] == "supported")
-    assert check["verdict"] == "code" and "llm_call" not in check
-    assert events[-2:] == ["supported", "useful"]
-
-
-def test_a_polar_answer_or_one_in_its_own_words_still_goes_to_the_grounding_check():
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False, settings=AgentSettings(max_rewrites=0))
-    for answer in (
-        "No, the cryostat is warmed up every six months [1].",
-        "Every six months, as scheduled [1].",
-    ):
-        model = lm({"answer": answer, "sources": [1]}, {"supported": "yes"})
-        result, _ = run(agent, model, ScriptedRetriever(HITS))
-        assert len(model.history) == 2 and result.verdicts["supported"] == "yes", answer
-
-
-def test_own_words_count_the_passage_title_and_headings_the_model_read():
-    """ "The National Transportation Safety Board (NTSB) listed ..." takes the report's title."""
-    titled = Chunk(
-        "doc-0001", "doc", "manuals", "/docs/m1.pdf", "Cryostat Maintenance Manual", ("Setup",), (1, 1),
-        "The cryostat is warmed up every six months.", "h",
-    )  # fmt: skip
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
-    answer = "The Cryostat Maintenance Manual: the cryostat is warmed up every six months [1]."
-    model = lm({"answer": answer, "sources": [1]})
-    result, _ = run(agent, model, ScriptedRetriever([SearchHit(titled, 0.9)]))
-    assert len(model.history) == 1 and result.verdicts["supported"] == "code"
-
-
-def test_the_answer_quotes_the_same_rows_of_evidence_the_model_did_not_read():
-    from tests.test_same_rows import QUARTERS
-
-    class WiderRetriever:
-        async def __call__(self, queries, domain, mode):
-            async def widen():
-                return list(QUARTERS)
-
-            return Retrieved([QUARTERS[0]], widen=widen)
-
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False)
-    model = lm({"answer": "AWS net sales rose to $23,059 million [1].", "sources": [1]}, {"supported": "yes"})
-    result, _ = run(agent, model, WiderRetriever(), "How has AWS revenue changed over the quarters?")
-    assert result.outcome == "answered"
-    prompt = str(model.history[0]["messages"])
-    assert "23,059" in prompt and "22,140" not in prompt, "the model reads only its own budget"
-    assert "22,140" in result.answer and "21,354" in result.answer
-    assert {c.passage_id for c in result.citations} == {p.chunk.chunk_id for p in QUARTERS}
-
-
-def test_a_model_denying_what_a_named_row_states_gets_that_row_quoted_as_what_the_documents_say():
+def test_with_the_reporting_periods_pack_a_model_denying_a_named_row_gets_that_row_quoted():
     from tests.test_named_rows import research_table
 
     class TableRetriever:
         async def __call__(self, queries, domain, mode):
             return Retrieved(research_table())
 
-    agent = AnswerAgent(DOMAINS, understand_first_turn=False, settings=AgentSettings(max_rewrites=1))
-    model = lm({"answer": "The documents do not say.", "sources": []}, {"rewritten": "research spending"})
+    settings = AgentSettings(max_rewrites=1, rule_packs=["reporting-periods"])
+    model = lm({"answer": "The documents do not say."}, {"rewritten": "research spending"})
     asked = "How much went to R&D in Q2 2023?"
-    result, events = run(agent, model, TableRetriever(), asked, sparse_available=False)
+    with_pack = agent(settings, rules=[ReportingPeriods()])
+    result, _ = run(with_pack, model, TableRetriever(), asked, sparse_available=False)
     assert result.outcome == "unverified", "the model's denial is a failed draft, not the answer"
-    lines = result.answer.split("\n")
-    assert lines[0] == DOCUMENTS_SAY and not result.answer.startswith(NOT_CLEARLY_SAID)
-    row = "“Research and development — Three Months Ended June 30, 2022: 4,109"
-    assert any(line.startswith(row) for line in lines)
-    assert len(model.history) == 2 and "supported" not in events, "generate, transform; not the same again"
+    assert result.answer == DOCUMENTS_SAY
+    assert any(q.text.startswith("| Research and development") for q in result.evidence)
+    without = lm({"answer": "The documents do not say."})
+    result, _ = run(agent(), without, TableRetriever(), asked, sparse_available=False)
+    assert result.outcome == "not_in_documents", "without the pack the model's word stands"
+
+
+def test_a_question_on_a_name_the_documents_never_mention_is_answered_so():
+    """Asked how to schedule a job with pg_cron, which the manual never mentions, the model
+    invented a pg_cron command from the passages on VACUUM; a sentence on the absent name goes,
+    and the answer says the documents do not mention it, quoting the nearest they come."""
+
+    class Retriever(ScriptedRetriever):
+        async def __call__(self, queries, domain, mode):
+            retrieved = await super().__call__(queries, domain, mode)
+            return Retrieved(retrieved.passages, {"absent": ["pg_cron"]})
+
+    hits = [SearchHit(chunk(1, "VACUUM ANALYZE reclaims storage and updates the planner's statistics."), 0.9)]
+    model = lm({"answer": "Run pg_cron.schedule('0 2 * * *', 'VACUUM ANALYZE') [1]."})
+    asked = "how do I schedule a nightly VACUUM ANALYZE with pg_cron?"
+    result, _ = run(agent(), model, Retriever(hits), asked)
+    assert result.outcome == "not_in_documents" and result.answer.startswith(
+        "The documents do not mention pg_cron."
+    )
+    assert says_documents_do_not_answer(result.answer) and result.evidence
+    beside = lm({"answer": "VACUUM ANALYZE updates the planner's statistics [1]."})
+    result, _ = run(agent(), beside, Retriever(hits), asked)
+    assert result.outcome == "answered" and result.answer == (
+        "The documents do not mention pg_cron. VACUUM ANALYZE updates the planner's statistics [1]."
+    ), "what the documents do say stands, after what they never mention"

@@ -19,19 +19,8 @@ from server.service import open_service
 from server.settings import load_settings
 from tests.samples import write_sample_corpus
 
-FIRST = [  # a first question on the embedded model: no understanding call
-    {"answer": "Proposals are due on 15 April [1].", "sources": [1]},
-    {"supported": "yes"},
-]
-FOLLOW_UP = [
-    {
-        "standalone_question": "How many co-investigators may a proposal name?",
-        "domain": "proposal_preparation",
-        "rephrased": "co-investigators per proposal",
-    },
-    {"answer": "At most twelve [1].", "sources": [1]},
-    {"supported": "yes"},
-]
+FIRST = [{"answer": "Proposals are due on 15 April [1]."}]  # one call: the checks are code
+FOLLOW_UP = [{"answer": "At most twelve co-investigators [1]."}]
 
 
 @pytest.fixture
@@ -63,13 +52,13 @@ def test_ask_answers_with_citations_and_remembers_the_conversation(settings, emb
     assert Path(cited.source).name == "observing.md" and cited.heading_path[-1] == "Proposal preparation"
     assert statuses[:4] == ["received", "understand_skipped", "classify_query", "retrieve"]
     assert second.conversation_id == first.conversation_id and second.answer_id != first.answer_id
-    assert second.agent.trace[0]["step"] == "condense"
-    # The follow-up's condense step saw the first exchange.
-    condense_prompt = str(model.history[len(FIRST)]["messages"])
-    assert (
-        "When are proposals due?" in condense_prompt
-        and "Proposals are due on 15 April [1]." in condense_prompt
-    )
+    condensed = second.agent.trace[0]
+    assert condensed["step"] == "condense" and condensed["method"] == "code"
+    assert condensed["question"] == "When are proposals due? And how many co-investigators?"
+    # The follow-up's answering call saw the earlier question, not the earlier answer.
+    answering_prompt = str(model.history[len(FIRST)]["messages"])
+    assert "When are proposals due?" in answering_prompt and "15 April [1]" not in answering_prompt
+    assert len(model.history) == 2, "one call per question"
 
 
 DOMAINS = {

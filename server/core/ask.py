@@ -12,12 +12,12 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from index_build.snapshot import IndexSnapshot
 from pipeline.answers import LOCAL_CALLER, AgentAnswer, AskResult, Caller, StatusSink, TokenSink
-from pipeline.context import Passage, Retrieved
+from pipeline.context import Retrieved
 from pipeline.documents import DocumentScope
 from pipeline.steps import Step
 from programs.saved import ProgramInfo, load_program
@@ -82,27 +82,20 @@ class Asker:
     def agent(self) -> AnswerAgent:
         """The DSPy answering agent, built on first use (importing DSPy takes a while)."""
         if self._agent is None:
+            from pipeline.answer_rules import rule_packs
             from programs.agent import AnswerAgent
 
             settings = self.settings
-            # llama.cpp on a CPU answers one call at a time, seconds each; a server LLM (vLLM)
-            # batches them, so it also checks twice at once and understands every question.
-            server_llm = settings.llm.api_base is not None
+            classify_by_llm = settings.agent.classify == "llm" and settings.agent.understand == "llm"
             self._agent = AnswerAgent(
                 {name: domain.description for name, domain in settings.domains.items()},
                 glossary=self.searcher.glossary.as_prompt() if self.searcher.glossary else "",
                 settings=settings.agent,
                 max_passages=settings.retrieval.max_passages,
                 llm_timeout_s=settings.llm.timeout_s,
-                concurrent_checks=server_llm,
                 url_prefixes=settings.index.source_url_prefixes,
-                understand_first_turn=settings.agent.understand == "always"
-                or server_llm
-                or (
-                    settings.agent.classify == "llm"
-                    and any(domain.collections for domain in settings.domains.values())
-                ),
-                classify=self.searcher.classify if settings.agent.classify == "embedding" else None,
+                classify=None if classify_by_llm else self.searcher.classify,
+                rules=rule_packs(settings.agent.rule_packs),
             )
             if settings.agent.program_path is not None:
                 self.program = load_program(self._agent, settings.agent.program_path)
@@ -241,7 +234,6 @@ class Asker:
         pinned index version, keeping the documents the question named for rewritten queries."""
         agent = self.settings.agent
         agent_context = self.settings.context.model_copy(update={"budget_tokens": agent.context_tokens})
-        quote_context = self.settings.context.model_copy(update={"budget_tokens": agent.quote_context_tokens})
         question_scope: list[DocumentScope] = []
 
         async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:
@@ -259,15 +251,7 @@ class Asker:
             )
             if not question_scope and result.scope.documents is not None:
                 question_scope.append(result.scope)
-            retrieved = self.searcher.passages_of(result, snapshot)
-            if mode == "sparse" or agent.quote_context_tokens <= agent.context_tokens:
-                return retrieved
-
-            async def widen() -> list[Passage]:
-                wider = await self.searcher.assemble_context(result, quote_context, pinned=snapshot)
-                return self.searcher.passages_of(replace(result, context=wider), snapshot).passages
-
-            return replace(retrieved, widen=widen)
+            return self.searcher.passages_of(result, snapshot)
 
         return retrieve
 
