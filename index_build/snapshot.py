@@ -110,6 +110,10 @@ class CollectionIndex:
         matches = self.vectors.search(vector, min(k, len(self.chunks)))
         return [(self.chunks[int(key)], 1.0 - float(d)) for key, d in zip(matches.keys, matches.distances)]
 
+    def knows(self, terms: Sequence[str]) -> bool:
+        """Whether every one of the analysed ``terms`` stands somewhere in this collection's text."""
+        return bool(terms) and len(self.bm25.get_tokens_ids(list(terms))) == len(set(terms))
+
     def unit_bm25_scores(self, terms: Sequence[str], start: int, stop: int) -> np.ndarray:
         """BM25 score of units ``start:stop`` for already-analysed query terms."""
         if self.bm25_units is None or stop <= start:
@@ -187,6 +191,10 @@ class IndexSnapshot:
         """Dense candidates from each chosen collection (and document, when given), merged by similarity."""
         hits = [h for c in self.select(collections) for h in c.dense_top(vector, k, documents)]
         return sorted(hits, key=lambda h: -h[1])[:k]
+
+    def knows(self, terms: Sequence[str], collections: Iterable[str] | None = None) -> bool:
+        """Whether one of ``collections`` (all by default) has every one of the analysed ``terms``."""
+        return any(collection.knows(terms) for collection in self.select(collections))
 
     def documents(self, collections: Iterable[str] | None = None) -> list[DocumentMeta]:
         """The metadata of every document in the chosen collections (all when None)."""

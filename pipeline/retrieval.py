@@ -93,6 +93,13 @@ class RetrievalConfig(BaseModel):
         0.55, ge=0, le=1, description="Weight on the dense branch in convex fusion (tuned on SciFact train)."
     )
     rrf_k: int = Field(60, ge=1, description="k of reciprocal rank fusion.")
+    routing_temperature: float = Field(
+        0.2,
+        ge=0,
+        description="Searching several collections, the passages of a collection less similar to the "
+        "question than the nearest (its description's vector, else its passages' mean) by a gap weigh "
+        "exp(-gap / this) in the fusion; 0: every collection weighs 1.",
+    )
     mmr_lambda: float = Field(
         1.0, ge=0, le=1, description="MMR trade-off on the dense branch; 1 = plain similarity order."
     )

@@ -144,6 +144,6 @@ def test_an_unknown_strategy_is_refused_naming_the_known_ones():
     from pipeline.context import ContextConfig
 
     with pytest.raises(
-        ValueError, match="unknown context selection 'shortest'; choose one of evidence, fps, mmr"
+        ValueError, match="unknown context selection 'shortest'; choose one of blend, evidence, fps, mmr"
     ):
         ContextConfig(selection="shortest")

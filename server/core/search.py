@@ -17,8 +17,9 @@ import numpy as np
 
 from index_build.snapshot import IndexSnapshot
 from index_build.version import FileRecord
+from pipeline.absent import absent_names
 from pipeline.answers import LOCAL_CALLER, Caller
-from pipeline.context import Context, ContextConfig, Retrieved, build_context, whole_passages
+from pipeline.context import UNIT_SELECTIONS, Context, ContextConfig, Retrieved, build_context, whole_passages
 from pipeline.documents import DocumentScope, resolve_scope
 from pipeline.domains import DomainChoice, domain_text, nearest_domain
 from pipeline.errors import InvalidRequestError, NotFoundError
@@ -26,6 +27,8 @@ from pipeline.evidence import find_evidence
 from pipeline.expansion import Glossary
 from pipeline.protocols import Embedder
 from pipeline.retrieval import MAX_SEARCH_K, SEARCH_MODES, Reranker, RetrievalConfig, SearchRequest, retrieve
+from pipeline.routing import collection_weights, mean_direction
+from pipeline.text import analyze
 from pipeline.types import Chunk, SearchHit
 from server.core.access import Access, require_scope
 from server.core.live_index import LiveIndex
@@ -50,6 +53,7 @@ class SearchResult:
     context: Context | None = None
     scope: DocumentScope = field(default_factory=DocumentScope)
     queries: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()  # the query's technical names the searched collections never mention
 
 
 class Searcher:
@@ -76,6 +80,8 @@ class Searcher:
         self.access = access
         self.metrics = metrics
         self._domains: dict[str, np.ndarray] | None = None  # each domain's vector, made on first use
+        # each collection's vector (pipeline.routing), for one index version
+        self._collections: tuple[str, dict[str, np.ndarray]] | None = None
         self.pool = WorkPool(
             settings.serving.max_concurrent_searches, settings.serving.search_queue, "search"
         )
@@ -84,7 +90,11 @@ class Searcher:
         """A search's context (or its hits, whole) as passages labelled with their document's period."""
         passages = result.context.passages() if result.context is not None else whole_passages(result.hits)
         periods = {r.doc_id: r.period or r.version for r in snapshot.files}
-        details: dict[str, Any] = {"scope": result.scope.trace(), "stages": [_stage(e) for e in result.trace]}
+        details: dict[str, Any] = {
+            "scope": result.scope.trace(),
+            "stages": [_stage(e) for e in result.trace],
+            "absent": list(result.absent),
+        }
         if result.context is not None:
             selected = next((e for e in result.context.trace if e.get("step") == "select_context"), {})
             details.update(strategy=selected.get("strategy"), context_tokens=result.context.tokens)
@@ -150,17 +160,29 @@ class Searcher:
             if scoped and mode != "sparse":
                 resolved = resolve_scope(query, snapshot.documents(request.collections))
             chosen = scope if scope is not None and resolved.documents is None else resolved
+            routed = self._routed(snapshot, request, query) if mode != "sparse" else request
             scope_step = {"step": "scope", "ms": round((time.perf_counter() - started) * 1000, 3)}
+            if routed.boosts != request.boosts:
+                scope_step["route"] = dict(routed.boosts or {})
             result = retrieve(
                 snapshot,
                 self._embedder(),
-                replace(request, documents=chosen.documents),
+                replace(routed, documents=chosen.documents),
                 self.retrieval,
                 reranker=self.reranker,
                 glossary=self.glossary,
             )
+            absent = absent_names(query, lambda name: snapshot.knows(analyze(name), request.collections))
             found = SearchResult(
-                query, mode, snapshot.version_id, result.hits, [], None, chosen, request.queries
+                query,
+                mode,
+                snapshot.version_id,
+                result.hits,
+                [],
+                None,
+                chosen,
+                request.queries,
+                tuple(absent),
             )
             assembled = self._assemble(snapshot, found, context) if context else None
             trace = [scope_step | chosen.trace(), *result.trace, *(assembled.trace if assembled else [])]
@@ -184,7 +206,7 @@ class Searcher:
     def _assemble(self, snapshot: IndexSnapshot, result: SearchResult, context: ContextConfig) -> Context:
         queries = result.queries or (result.query,)
         evidence = None
-        if context.selection == "evidence":
+        if context.selection in UNIT_SELECTIONS:
             evidence = find_evidence(
                 snapshot,
                 self._embedder().embed_query,
@@ -223,6 +245,36 @@ class Searcher:
             vectors = embedder.embed(texts) if texts else []
             self._domains = dict(zip(names, vectors))
         return self._domains
+
+    def _routed(self, snapshot: IndexSnapshot, request: SearchRequest, query: str) -> SearchRequest:
+        """``request`` with each searched collection's weight multiplied by its routing weight for
+        ``query`` (:mod:`pipeline.routing`); unchanged with one collection or routing off."""
+        names = list(request.collections) if request.collections is not None else list(snapshot.collections)
+        temperature = self.retrieval.routing_temperature
+        if len(names) < 2 or temperature <= 0:
+            return request
+        vectors = self._collection_vectors(snapshot)
+        weights = collection_weights(
+            self._embedder().embed_query(query), {n: vectors[n] for n in names}, temperature
+        )
+        boosts = {name: (request.boosts or {}).get(name, 1.0) * weight for name, weight in weights.items()}
+        return replace(request, boosts=boosts)
+
+    def _collection_vectors(self, snapshot: IndexSnapshot) -> dict[str, np.ndarray]:
+        """Each collection's vector: its configured description's, else its passages' mean direction
+        (kept for the index version)."""
+        cached = self._collections
+        if cached is not None and cached[0] == snapshot.version_id:
+            return cached[1]
+        vectors = {}
+        for name, collection in snapshot.collections.items():
+            described = self.settings.collections.get(name)
+            if described is not None and described.description:
+                vectors[name] = self._embedder().embed([domain_text(name, described.description)])[0]
+            else:
+                vectors[name] = mean_direction(collection.embeddings)
+        self._collections = (snapshot.version_id, vectors)
+        return vectors
 
     def _boosts(self, domain: str | None) -> dict[str, float] | None:
         if domain is None:
