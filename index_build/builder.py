@@ -470,13 +470,13 @@ def conversions(
     """The jobs' outcomes in order, from child processes that the limits' watchdog guards
     when any of them is worth guarding (``pool``, when given, is an open pool to use).
 
-    A PDF, and any file that expands beyond ``limits.convert_here_max_mb``, converts in a child:
-    a parser that crashes, balloons or loops on one document then costs that document, not
-    the ingest. Small Markdown, HTML, DOCX and text files convert here, in milliseconds, where
-    a child would take seconds to start and import its parsers (a parser blowing up a 1 MB
-    file 300-fold stays under half a gigabyte). Chunking that needs the embedder (semantic:
-    ``embed``) converts here, and so does everything with ``convert_processes`` 0: there only
-    the size limits hold, not the memory and time limits."""
+    Every file converts in a child (a PDF, and any file beyond ``limits.convert_here_max_mb``, 0
+    by default): a parser that crashes, balloons or loops on one document then costs that
+    document, not the ingest. Size is no guard: a 240 KB Markdown table of 20,000 columns took
+    an ingest past 12 GB, 990 KB of nested HTML kept one busy for seven minutes. Chunking that
+    needs the embedder (semantic: ``embed``) converts here, and so does everything with
+    ``convert_processes`` 0 or below the ``convert_here_max_mb`` a trusted corpus may set: there
+    only the size limits hold, not the memory and time limits."""
     if embed is not None:
         return convert_in_process(jobs, setup, embed)
     if options.convert_processes == 0 or not any(_worth_a_child(j.source.path, options.limits) for j in jobs):

@@ -112,34 +112,32 @@ class CountingHereTokenizer(WhitespaceTokenizer):
         return super().count(text)
 
 
-def test_small_files_convert_here_and_a_pdf_or_a_large_file_in_a_child_process(tmp_path, embedder):
-    folder = write_manuals(tmp_path / "manuals", 3)
-    (folder / "cryostat.md").write_text("# Cryostat\n\nThe cryostat is serviced yearly.\n")
-    options = IngestOptions(chunking=ChunkingOptions(max_tokens=64))
-    here = CountingHereTokenizer()
-    ingest(tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, here), options=options)
-    assert here.processes == {os.getpid()}, "small files convert in the ingesting process"
-
-    for name, write in (("pdf", _one_pdf), ("large", _large_html)):
-        write(folder)
-        (folder / "manual-0.txt").write_text(f"Manual 0\n\nRewritten for the {name} case.\n")
-        elsewhere = CountingHereTokenizer()
-        report = ingest(
-            tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
-        )
-        assert report.converted == 2 and elsewhere.processes == set(), f"{name}: all in a child process"
-
-
-def test_with_no_size_converted_here_even_a_small_file_converts_in_a_child(tmp_path, embedder):
+def test_every_file_converts_in_a_guarded_child_unless_a_trusted_corpus_asks_otherwise(tmp_path, embedder):
+    """Round three of hardening, finding 2: small files converted in the ingesting process, where
+    no memory or time limit applies (a 240 KB Markdown table took an ingest past 12 GB)."""
     folder = write_manuals(tmp_path / "manuals", 2)
-    options = IngestOptions(
-        chunking=ChunkingOptions(max_tokens=64), limits=IngestLimits(convert_here_max_mb=0)
-    )
+    options = IngestOptions(chunking=ChunkingOptions(max_tokens=64))
     elsewhere = CountingHereTokenizer()
     report = ingest(
         tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, elsewhere), options=options
     )
-    assert report.converted == 2 and elsewhere.processes == set()
+    assert report.converted == 2 and elsewhere.processes == set(), "by default no file converts here"
+
+    trusted = IngestOptions(
+        chunking=ChunkingOptions(max_tokens=64), limits=IngestLimits(convert_here_max_mb=1)
+    )
+    (folder / "cryostat.md").write_text("# Cryostat\n\nThe cryostat is serviced yearly.\n")
+    here = CountingHereTokenizer()
+    ingest(tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, here), options=trusted)
+    assert here.processes == {os.getpid()}, "a trusted corpus's small files may convert here"
+    for name, write in (("pdf", _one_pdf), ("large", _large_html)):
+        write(folder)
+        (folder / "manual-0.txt").write_text(f"Manual 0\n\nRewritten for the {name} case.\n")
+        guarded = CountingHereTokenizer()
+        report = ingest(
+            tmp_path / "index", [folder], embedder=EmbedderWithTokenizer(embedder, guarded), options=trusted
+        )
+        assert report.converted == 2 and guarded.processes == set(), f"{name}: all in a child process"
 
 
 def _one_pdf(folder: Path) -> None:

@@ -845,3 +845,111 @@ async def test_an_empty_collection_list_opens_nothing_beyond_the_key_on_any_door
                 )
                 assert "212,345" not in shown and "salaries.md" not in shown, (key[:4], tool)
                 assert result.is_error == (key == GHOST), (key[:4], tool, shown[:300])
+
+
+# Round three, 5. An LLM server answering 401, 400, 404 or a page that is no JSON made every
+# /v1/ask a 500, cut the stream without an error event and failed MCP ask; /healthz said "ready".
+
+
+@pytest.mark.parametrize(
+    ("misbehaving", "told"),
+    [
+        ({"error_status": 401}, "refused docfinder's credentials"),
+        ({"error_status": 400}, "refused the request"),
+        ({"error_status": 404}, "refused the request"),
+        ({"garbage": True}, "could not be read"),
+    ],
+)
+async def test_an_llm_server_refusing_or_answering_garbage_is_a_clear_answer_on_every_door(
+    server, misbehaving, told
+):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    with FakeLLMServer(**misbehaving) as llm:
+        client, _ = await server(llm__api_base=llm.url)
+        asked = await client.post(
+            "/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA)
+        )
+        body = await asked.text()
+        assert asked.status == 200, body
+        reply = json.loads(body)
+        assert reply["outcome"] == "llm_unavailable" and reply["citations"], "the sources retrieved so far"
+        error = next(e["error"] for e in reply["trace"] if e["step"] == "llm_unavailable")
+        assert told in error and str(llm.port) not in body and "127.0.0.1" not in body
+        streamed = await client.post(
+            "/v1/ask/stream", json={"question": "When are proposals due?"}, headers=bearer(ALPHA)
+        )
+        events = (await streamed.text()).strip().split("\n\n")
+        assert events[-1].startswith("event: answer") and "llm_unavailable" in events[-1], events[-1][:200]
+        http = httpx2.AsyncClient(headers=bearer(ALPHA), timeout=60)
+        async with (
+            http,
+            Client(streamable_http_client(str(client.make_url("/mcp")), http_client=http)) as mcp,
+        ):
+            result = await mcp.call_tool("ask", {"question": "When are proposals due?"})
+        assert not result.is_error and result.structured_content["outcome"] == "llm_unavailable"
+        health = await (await client.get("/healthz")).json()
+        assert health["llm"] == "unavailable", health
+
+
+# Round three, 7. A question whose LLM call ran past the time limit left the call running on the
+# one-slot embedded server, and the next questions timed out behind it without a token.
+
+
+async def test_an_llm_call_given_up_stops_at_the_server_and_the_next_question_is_answered(server):
+    with FakeLLMServer(one_slot=True, token_delay_s=0.2) as llm:  # about 8 s to write a reply
+        client, _ = await server(llm__api_base=llm.url, llm__timeout_s=1.5)
+        first = await (
+            await client.post("/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA))
+        ).json()
+        assert first["outcome"] == "llm_unavailable", "the first call ran past the limit"
+        llm.token_delay_s = 0.0
+        second = await (
+            await client.post("/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA))
+        ).json()
+    assert llm.abandoned >= 1, "the call given up stopped at the server"
+    assert second["outcome"] == "answered", "the next question did not wait behind the abandoned call"
+
+
+# Round three, 4. A server without keys took any Host and read a text/plain body as JSON: a web
+# page on a DNS-rebinding domain that the operator opens could search, ask and send feedback.
+
+
+async def test_a_keyless_server_answers_only_its_loopback_names_and_json_bodies(server):
+    client, _ = await server(access__api_keys={})
+    search = {"query": "proposal deadline"}
+    local = await client.post("/v1/search", json=search)
+    assert local.status == 200, "loopback, no key needed"
+    for headers in (
+        {"Host": "evil.example"},
+        {"Host": "evil.example:8080"},
+        {"Origin": "http://evil.example"},
+    ):
+        rebound = await client.post("/v1/search", json=search, headers=headers)
+        assert rebound.status == 421, headers
+    for route in ("/v1/search", "/v1/ask", "/v1/feedback"):
+        simple = await client.post(route, data=json.dumps(search), headers={"Content-Type": "text/plain"})
+        assert simple.status == 415 and "application/json" in (await simple.json())["error"], route
+    public, _ = await server(access__api_keys={}, access__public_hosts=["docs.example.org"])
+    assert (await public.post("/v1/search", json=search, headers={"Host": "docs.example.org"})).status == 200
+
+
+# Round three, 5. The first key created on a server started without keys was not enforced until
+# a restart.
+
+
+async def test_the_first_key_created_on_a_keyless_server_is_enforced_without_a_restart(server):
+    from server.stores.keys import KeyStore
+    from server.stores.opening import open_configured_database
+
+    client, service = await server(access__api_keys={})
+    assert (await client.post("/v1/search", json={"query": "proposal"})).status == 200
+    settings = service.settings
+    store = KeyStore(open_configured_database(settings, settings.access.api_keys_path))
+    _, secret = store.create("ops", ["search"])
+    store.database.close()
+    await asyncio.sleep(2.2)  # the server looks again every two seconds while it has no key
+    assert (await client.post("/v1/search", json={"query": "proposal"})).status == 401
+    assert (await client.post("/v1/search", json={"query": "proposal"}, headers=bearer(secret))).status == 200

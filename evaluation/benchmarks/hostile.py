@@ -1,9 +1,11 @@
 """Hardening benchmarks for what attackers and careless clients send (part of ``hardening``).
 
-1. Ingest bomb: a 0.3 MB DOCX whose XML expands to 40 MB (400,000 identical paragraphs) and
-   a 22 MB HTML table, beside one small guide, ingested by ``docfinder ingest`` in a process
-   of its own: its time, the peak memory of its largest process (the ingest or a conversion
-   child), what it skipped and why, and the index it wrote. The SEC filings are ingested the
+1. Ingest bomb: a 0.3 MB DOCX whose XML expands to 40 MB (400,000 identical paragraphs), a
+   22 MB HTML table, and two small files (round three of hardening): a 240 KB Markdown table
+   of 20,000 columns and 1 MB of nested ``<div>``, beside one small guide, ingested by
+   ``docfinder ingest`` in a process of its own: its time, the peak memory of its largest
+   process (the ingest or a conversion child), what it skipped and why, and the index it
+   wrote. The SEC filings are ingested the
    same way (when ../shared/data has them), as the reference for memory on real documents.
 2. Hostile bodies: numbers of 5,000 digits, JSON that is not an object, broken JSON, deep
    nesting, lone surrogates and bytes that are not UTF-8, sent to every route that reads a
@@ -26,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from evaluation.benchmarks import DATA
-from evaluation.doubles.hostile_files import huge_html, write_docx_bomb
+from evaluation.doubles.hostile_files import huge_html, nested_divs, wide_markdown_table, write_docx_bomb
 
 SEC_DOCS = DATA / "sec10q" / "docs"
 BOMB_PARAGRAPHS = 400_000
@@ -103,6 +105,8 @@ def bench_ingest_bomb(work: Path, env: dict[str, str]) -> dict[str, Any]:
     (bombs / "guide.md").write_text("# Guide\n\nThe guide explains the cryostat warm-up.\n")
     expanded = write_docx_bomb(bombs / "attachment.docx", BOMB_PARAGRAPHS)
     huge_html(bombs / "inventory.html", HTML_ROWS)
+    wide_markdown_table(bombs / "wide-table.md")  # small files: round three of hardening
+    nested_divs(bombs / "nested.html")
     sizes = {p.name: round(p.stat().st_size / 2**20, 2) for p in sorted(bombs.iterdir())}
     measured: dict[str, Any] = {
         "bomb": {

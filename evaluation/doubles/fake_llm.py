@@ -110,8 +110,17 @@ class FakeLLMServer:
         invent_figure: bool = False,
         port: int = 0,
         crash_with: int | None = None,
+        error_status: int | None = None,
+        garbage: bool = False,
+        one_slot: bool = False,
     ) -> None:
         self.delay_s = delay_s
+        self.error_status = error_status  # every chat request answered with this HTTP error status
+        self.garbage = garbage  # every chat request answered 200 with a body that is not JSON
+        # Like llama.cpp's server: one request at a time, the others wait for the slot; a streamed
+        # reply whose client has gone stops (and frees the slot) at its next chunk.
+        self.slot = asyncio.Lock() if one_slot else None
+        self.abandoned = 0  # streamed replies stopped because their client went away
         self.crash_with = crash_with  # a signal that kills this process at its first chat request
         self.invent_figure = invent_figure  # every answer carries a figure the documents do not state
         self.bad_verdicts = bad_verdicts  # a judge whose verdicts are neither yes nor no
@@ -168,7 +177,10 @@ class FakeLLMServer:
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
-            return await self._reply(request)
+            if self.slot is None:
+                return await self._reply(request)
+            async with self.slot:
+                return await self._reply(request)
         finally:
             self.in_flight -= 1
 
@@ -178,6 +190,11 @@ class FakeLLMServer:
             os.kill(os.getpid(), self.crash_with)
         if self.unavailable:
             return web.json_response({"error": {"message": "model is loading"}}, status=503)
+        if self.error_status is not None:
+            error = {"message": f"refused with {self.error_status}", "type": "invalid_request_error"}
+            return web.json_response({"error": error}, status=self.error_status)
+        if self.garbage:
+            return web.Response(text="<html><body>502 Bad Gateway</body></html>", content_type="text/html")
         body = await request.json()
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
@@ -193,6 +210,8 @@ class FakeLLMServer:
         self.replies.append(content)
         if body.get("stream"):
             return await self._stream(request, body, content, len(prompt) // 4)
+        # Written whole before it is sent: a client that leaves meanwhile is not noticed.
+        await asyncio.sleep(self.token_delay_s * -(-len(content) // 5))
         return web.json_response(
             {
                 "id": f"chatcmpl-{self.requests}",
@@ -235,6 +254,9 @@ class FakeLLMServer:
 
         await send({"role": "assistant", "content": ""})
         for start in range(0, len(content), 5):
+            if request.transport is None or request.transport.is_closing():
+                self.abandoned += 1  # the client went away: stop writing, as llama.cpp's server does
+                return response
             await send({"content": content[start : start + 5]})
             await asyncio.sleep(self.token_delay_s)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) // 4}

@@ -45,3 +45,18 @@ def huge_html(path: Path, rows: int) -> None:
     """An HTML page with one table of ``rows`` rows (about 45 bytes each)."""
     cells = "".join(f"<tr><td>row {i}</td><td>{i * 7} units</td></tr>" for i in range(rows))
     path.write_text(f"<html><body><h1>Inventory</h1><table>{cells}</table></body></html>")
+
+
+def wide_markdown_table(path: Path, columns: int = 20_000, rows: int = 40_000) -> None:
+    """A Markdown table of ``columns`` header cells over ``rows`` one-cell rows: about 240 KB on
+    disk, which the Markdown converter expands into ``columns`` × ``rows`` cells (round three of
+    hardening: past 12 GB in two minutes, still growing)."""
+    header = "|" + "|".join(f"c{i}" for i in range(columns)) + "|\n"
+    rule = "|" + "|".join("-" for _ in range(columns)) + "|\n"
+    path.write_text(header + rule + "|x|\n" * (rows - 1))
+
+
+def nested_divs(path: Path, depth: int = 60_000) -> None:
+    """About 1 MB of ``<div>`` nested ``depth`` deep around one sentence (round three: seven
+    minutes of one converting process)."""
+    path.write_text("<html><body>" + "<div>" * depth + BOMB_SENTENCE + "</div>" * depth + "</body></html>")
