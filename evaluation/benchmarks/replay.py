@@ -1,26 +1,20 @@
-"""Replay a benchmark run's drafts through today's answer code, without the LLM.
+"""Replay a dev-sets run's drafts through today's answer code, without the LLM.
 
-What the user reads is mostly built by code from the model's draft (:mod:`pipeline.extractive`:
-sentences kept or dropped, figures moved to the right column, evidence quoted). A change there
-can be measured on the drafts an earlier run recorded (``drafts`` in the agent rows of
-``bench-results/answers_<dataset>.jsonl``) in seconds, where a live run of the embedded model
-takes an hour: each question's first draft is what the generate call returns, and the checks
-answer yes. So only the questions whose first draft passed in the run are compared: a draft the
-model's check refused would pass here.
+What the user reads is built by code from the model's draft (:mod:`pipeline.extractive`:
+sentences kept or dropped, quotes chosen and cut). A change there can be measured on the drafts
+an earlier ``make bench ONLY=answers`` run recorded (``drafts`` in the agent rows of
+``bench-results/answers_<set>.jsonl``) in minutes, where a live run of the embedded model takes
+an hour or two: every question is asked again through the service, and the scripted LM writes
+that question's drafts in the order the run's model wrote them (a rewrite of the search is the
+question again; a draft asked for beyond those recorded repeats the last). Retrieval is
+deterministic, so the model's citations keep their meaning as long as the index and the
+retrieval code are the run's; a change that alters the context needs a live run.
 
-With ``--as-run`` every question is replayed as the run went: its drafts in order, the
-grounding check refusing each draft but an answered question's last (a draft is written again
-only after a refusal), a rewrite searching the question again. So the outcomes after failed
-drafts (the evidence quoted, the model's "the documents do not say") are measured too, and all
-questions are compared; it gave the 65 SEC answers of the run of 26 November, 22:45, with
-every outcome and figure as run. A rewrite's own query is not replayed: where the run's
-rewrite found other passages, the later drafts cite what they did not cite there.
+The replayed rows are scored like the run's (:func:`evaluation.benchmarks.dev_sets.score`) and
+summarised beside the run's plain rows, so the bench's table and targets come out as if the run
+had been made with today's code; latency and LLM calls are the run's.
 
-The context must be the run's: a draft cites its passages by number, and a change that alters
-the context (retrieval, evidence selection, the index) renumbers them. Such changes need a live
-run. Replayed rows go to ``bench-results/replay_<dataset>.jsonl``.
-
-    python -m evaluation.benchmarks.replay ../shared/data/sec10q bench-results/answers_sec10q.jsonl [--as-run]
+    python -m evaluation.benchmarks.replay bench-results/answers_techdocs.jsonl [...]
 """
 
 from __future__ import annotations
@@ -36,103 +30,40 @@ from typing import Any
 import dspy
 from dspy.utils import DummyLM
 
-from evaluation.answers import ANSWERED, answer_row, indexed_dataset
-from evaluation.benchmarks.answers import summarise, trace_fields
+from evaluation.answers import indexed_dataset
+from evaluation.benchmarks.dev_sets import DevSet, Reply, dev_sets, score, summarise
 from evaluation.questions import Question, dataset_docs, load_questions
-from evaluation.report_format import read_jsonl
-from pipeline.errors import InvalidRequestError
 from server.service import open_service
 from server.settings import Settings, load_settings
 
 
-def replay_run(
-    dataset: Path,
-    run_rows: Sequence[Mapping[str, Any]],
-    settings: Settings,
-    cache_dir: Path = Path(".docfinder/eval"),
-    questions_file: str = "qna_dev.csv",
-    rows_file: Path | None = None,
-    as_run: bool = False,
-) -> dict[str, Any]:
-    """The run's agent rows beside the same questions answered now from their first drafts
-    (every check passing), or ``as_run``, from all their drafts with the run's verdicts."""
-    agent_rows = [row for row in run_rows if row.get("system", "agent") == "agent"]
-    missing = [row["question"] for row in agent_rows if "drafts" not in row]
-    if missing:
-        raise InvalidRequestError(
-            f"{len(missing)} of the run's agent rows have no drafts (kept since 26 November), "
-            f"such as {missing[0]!r}"
-        )
-    # A question the model never drafted for (no passage found, the LLM down) has nothing to replay.
-    recorded = {row["question"]: row for row in agent_rows if row["drafts"]}
-    questions = [q for q in load_questions(dataset / questions_file) if q.text in recorded]
-    settings = indexed_dataset(settings, dataset_docs(dataset), cache_dir, "replay")
-    first_drafts = {q.text: recorded[q.text]["drafts"][0] for q in questions}
-    lm = RecordedRun(recorded) if as_run else replay_lm(first_drafts)
-    replayed = asyncio.run(_replay(settings, questions, recorded, lm))
-    if rows_file is not None:
-        rows_file.parent.mkdir(parents=True, exist_ok=True)
-        rows_file.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in replayed))
-    passed = {q for q, row in recorded.items() if as_run or _first_draft_passed(row)}
-    compared = [row for row in replayed if row["question"] in passed]
-    return {
-        "dataset": str(dataset),
-        "questions": len(replayed),
-        "compared": len(compared),
-        "as_run": summarise([recorded[row["question"]] for row in compared]),
-        "replayed": summarise(compared),
-        "characters": {
-            "as_run": _mean_length([recorded[row["question"]] for row in compared]),
-            "replayed": _mean_length(compared),
-        },
-    }
+class Drafts(DummyLM):
+    """An LM that writes a run's drafts for the question being asked (:meth:`asking`)."""
 
-
-def replay_lm(drafts: Mapping[str, str]) -> DummyLM:
-    """An LM that answers each question's generate call with its draft, and every check yes
-    (the question as the service asks it: stripped)."""
-    answers: dict[str, dict[str, Any]] = {
-        f"[[ ## question ## ]]\n{question.strip()}\n\n[[ ## passages ## ]]": {"answer": draft, "sources": []}
-        for question, draft in drafts.items()
-    }
-    answers["[[ ## cited ## ]]"] = {"supported": "yes"}
-    answers["[[ ## answer ## ]]"] = {"useful": "yes"}
-    return DummyLM(answers, adapter=dspy.JSONAdapter())
-
-
-class RecordedRun(DummyLM):
-    """An LM that answers as a run's model did, one question at a time (see the module
-    docstring): :meth:`asking` names the question before the service asks it."""
-
-    def __init__(self, recorded: Mapping[str, Mapping[str, Any]]) -> None:
-        self.recorded = recorded
+    def __init__(self) -> None:
         self.script = _Script()
         super().__init__(self.script, adapter=dspy.JSONAdapter())
 
-    def asking(self, question: str) -> None:
-        row = self.recorded[question]
-        self.script.start(question.strip(), row["drafts"], row["outcome"] == ANSWERED)
+    def asking(self, question: str, drafts: Sequence[str]) -> None:
+        self.script.start(question.strip(), list(drafts) or ["The documents do not say."])
 
 
 class _Script(dict):
     """DummyLM's answers for the question being asked, built afresh for each call (DummyLM reads
     its answers' ``items()`` on every call and formats the first whose key the prompt holds)."""
 
-    def start(self, question: str, drafts: Sequence[str], answered: bool) -> None:
-        self.question, self.drafts, self.answered, self.written = question, drafts, answered, 0
+    def start(self, question: str, drafts: list[str]) -> None:
+        self.question, self.drafts, self.written = question, drafts, 0
 
     def items(self):  # type: ignore[override]
-        passes = self.answered and self.written == len(self.drafts)
         return [
-            (f"[[ ## question ## ]]\n{self.question}\n\n[[ ## passages ## ]]", _NextDraft(self)),
             ("[[ ## problem ## ]]", {"rewritten": self.question}),
-            ("[[ ## cited ## ]]", {"supported": "yes" if passes else "no"}),
-            ("[[ ## answer ## ]]", {"useful": "yes"}),
+            ("[[ ## passages ## ]]", _NextDraft(self)),
         ]
 
 
 class _NextDraft(dict):
-    """The generate call's reply: the question's next draft, taken when DummyLM formats it."""
+    """The answering call's reply: the question's next draft, taken when DummyLM formats it."""
 
     def __init__(self, script: _Script) -> None:
         super().__init__()
@@ -141,48 +72,91 @@ class _NextDraft(dict):
     def items(self):  # type: ignore[override]
         draft = self.script.drafts[min(self.script.written, len(self.script.drafts) - 1)]
         self.script.written += 1
-        return [("answer", draft), ("sources", [])]
+        return [("answer", draft)]
 
 
-async def _replay(
-    settings: Settings, questions: list[Question], recorded: Mapping[str, Mapping[str, Any]], lm: DummyLM
+def replay_rows(
+    run_rows: Sequence[Mapping[str, Any]],
+    settings: Settings,
+    cache_dir: Path = Path(".docfinder/eval"),
+    sets: Sequence[DevSet] | None = None,
 ) -> list[dict[str, Any]]:
-    rows = []
+    """The run's agent rows answered again by today's code from their drafts, set by set."""
+    replayed = []
+    for dev_set in sets or dev_sets():
+        rows = {r["row"]: r for r in run_rows if r["set"] == dev_set.name and r["system"] == "agent"}
+        if not rows:
+            continue
+        questions = load_questions(dev_set.questions)
+        indexed = indexed_dataset(
+            settings, dataset_docs(dev_set.questions.parent, dev_set.docs), cache_dir, "replay"
+        )
+        replayed += asyncio.run(_replay_set(indexed, dev_set, questions, rows))
+    return replayed
+
+
+async def _replay_set(
+    settings: Settings, dev_set: DevSet, questions: list[Question], rows: Mapping[int, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    lm = Drafts()
+    by_ident = {q.ident: q for q in questions if q.ident}
+    by_text = {r["question"]: r for r in rows.values()}
+    conversations: dict[str, str] = {}
+    replayed = []
     async with open_service(settings, lm=lm) as service:
         for question in questions:
-            if isinstance(lm, RecordedRun):
-                lm.asking(question.text)
-            result = await service.ask(question.text)
-            row = answer_row(question, result.agent, 0.0)
-            row["system"] = "agent"
-            row["llm_calls"] = recorded[question.text]["llm_calls"]  # the replay's calls cost nothing
-            row["first_evidence_s"] = None
-            row.update(trace_fields(result.agent))
-            del row["context"]
-            rows.append(row)
-    return rows
-
-
-def _first_draft_passed(row: Mapping[str, Any]) -> bool:
-    return row["outcome"] == ANSWERED and row.get("steps", []).count("generate") == 1
-
-
-def _mean_length(rows: Sequence[Mapping[str, Any]]) -> float | None:
-    return round(sum(len(r["answer"]) for r in rows) / len(rows)) if rows else None
+            run = rows.get(question.row)
+            if run is None:
+                continue
+            earlier = by_ident.get(question.follow_up_of)
+            conversation = None
+            if earlier is not None:
+                if earlier.ident not in conversations:
+                    lead = by_text.get(earlier.text, {"drafts": []})
+                    lm.asking(earlier.text, lead["drafts"])
+                    conversations[earlier.ident] = (await service.ask(earlier.text)).conversation_id
+                conversation = conversations[earlier.ident]
+            lm.asking(question.text, run["drafts"])
+            result = await service.ask(question.text, conversation_id=conversation)
+            if question.ident:
+                conversations[question.ident] = result.conversation_id
+            agent = result.agent
+            reply = Reply(
+                agent.answer,
+                [q.readable() for q in agent.evidence],
+                list(agent.context),
+                [c.source for c in agent.citations],
+                run["seconds"],
+                run["first_evidence_s"],
+                run["llm_calls"],
+                agent.outcome,
+                agent.trace,
+            )
+            replayed.append(
+                {"set": dev_set.name, "system": "agent", **score(question, reply, dev_set.measure)}
+            )
+    return replayed
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evaluation.benchmarks.replay", description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", type=Path, help="a dataset folder of ../shared/data")
-    parser.add_argument("rows", type=Path, help="the run's rows (bench-results/answers_<dataset>.jsonl)")
-    parser.add_argument(
-        "--as-run", action="store_true", help="all drafts, the run's check verdicts; every question compared"
-    )
+    parser.add_argument("rows", type=Path, nargs="+", help="a run's rows (bench-results/answers_<set>.jsonl)")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="where replayed rows go")
     args = parser.parse_args(argv)
-    run_rows = [row for _, row in read_jsonl(args.rows, {"question", "outcome", "answer"})]
-    out = Path("bench-results") / f"replay_{args.dataset.name}.jsonl"
-    report = replay_run(args.dataset, run_rows, load_settings(), rows_file=out, as_run=args.as_run)
-    print(json.dumps(report, indent=2))
+    run_rows = [
+        json.loads(line) for path in args.rows for line in path.read_text().splitlines() if line.strip()
+    ]
+    replayed = replay_rows(run_rows, load_settings())
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in dict.fromkeys(r["set"] for r in replayed):
+        mine = [r for r in replayed if r["set"] == name]
+        (args.out / f"replay_{name}.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in mine)
+        )
+    plain = [r for r in run_rows if r["system"] == "plain"]
+    print(
+        json.dumps({"replayed": summarise(replayed + plain), "as_run": summarise(list(run_rows))}, indent=2)
+    )
     return 0
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from evaluation.benchmarks import DATA
 from evaluation.benchmarks.answers import bench_answers
+from evaluation.benchmarks.dev_sets import from_environment as bench_dev_sets
 from evaluation.benchmarks.embedded_llm import bench_embedded_llm
 from evaluation.benchmarks.hardening import bench_hardening
 from evaluation.benchmarks.ingest_search import bench_ingest_and_search
@@ -43,6 +44,12 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
     "load": (None, "load_and_faults", lambda: bench_load_and_faults(load_settings())),
     "hardening": (None, "hardening", lambda: bench_hardening(load_settings())),
     "llm": (None, "embedded_llm", lambda: bench_embedded_llm(load_settings().llm.model_cache_dir)),
+    "answers": (None, "answers_dev_sets", lambda: bench_dev_sets(load_settings())),
+    "context-techdocs": (
+        "techdocs",
+        "context_techdocs",
+        lambda: evaluate_context(DATA / "techdocs", load_settings(), budgets=(1300, 2000)),
+    ),
     "agent": ("sec10q", "answers_sec10q", lambda: bench_answers(DATA / "sec10q", load_settings())),
     "manual-qa": (
         "manual-qa",
@@ -70,6 +77,9 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
 # without this is easy to mistake for a held-out one.
 DATA_LABELS: dict[str, str] = {
     "ingest": "the 20 SEC 10-Q filings (throughput; no questions)",
+    "answers": "every dev set present (techdocs, manual-qa, SEC 10-Q), tune half (even rows) and report half"
+    " (odd rows) apart, the plain baseline beside; and the probe (never tuned on)",
+    "context-techdocs": "techdocs dev (49 questions), both halves apart",
     "context": "SEC 10-Q dev (65 questions); the evidence weights (evidence.*) were tuned on these questions",
     "load": "synthetic requests against a fake LLM",
     "hardening": "synthetic hostile files and bodies",
