@@ -15,6 +15,7 @@ an integer, so the digits are all there and nothing is rounded ("1.45" does not 
 
 from __future__ import annotations
 
+import math
 import re
 
 from pipeline.citations import MARKER
@@ -85,9 +86,9 @@ def unstated_figures(answer: str, evidence: str, asked: str = "") -> set[str]:
     """
     wanted = figures(answer)
     unstated = wanted - stated_figures(wanted, all_numbers(f"{evidence}\n{asked}"))
-    return {
-        figure for figure in unstated if not applied_figures(figure, figures(asked), all_numbers(evidence))
-    }
+    given, stated = figures(asked), all_numbers(evidence)
+    unstated = {figure for figure in unstated if not applied_figures(figure, given, stated)}
+    return unstated - restated_quantities(answer, unstated, asked)
 
 
 def applied_figures(figure: str, asked: set[str], stated: set[str]) -> bool:
@@ -208,3 +209,55 @@ def rise_of_a_decrease(sentence: str, evidence: str) -> list[str]:
         if nearest.group("rise"):
             turned.append(as_written(match.group()))
     return turned
+
+
+_UNITS = {
+    **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), ("time", 0.001)),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), ("time", 1.0)),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), ("time", 60.0)),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), ("time", 3600.0)),
+    **dict.fromkeys(("day", "days"), ("time", 86400.0)),
+    **dict.fromkeys(("b", "byte", "bytes"), ("size", 1.0)),
+    **dict.fromkeys(("kb", "kib", "kilobyte", "kilobytes"), ("size", 1024.0)),
+    **dict.fromkeys(("mb", "mib", "megabyte", "megabytes"), ("size", 1024.0**2)),
+    **dict.fromkeys(("gb", "gib", "gigabyte", "gigabytes"), ("size", 1024.0**3)),
+    **dict.fromkeys(("tb", "tib", "terabyte", "terabytes"), ("size", 1024.0**4)),
+}
+_NUMBER_WORDS = {
+    "a": 1.0, "an": 1.0, "one": 1.0, "half": 0.5, "quarter": 0.25, "two": 2.0, "three": 3.0, "four": 4.0,
+    "five": 5.0, "six": 6.0, "seven": 7.0, "eight": 8.0, "nine": 9.0, "ten": 10.0, "twenty": 20.0,
+    "thirty": 30.0, "sixty": 60.0, "hundred": 100.0,
+}  # fmt: skip
+_UNIT = "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True))
+_QUANTITY = re.compile(
+    rf"(?<![\w.])(\d+(?:\.\d+)?|{'|'.join(_NUMBER_WORDS)})\s*(?:(?:a|an|of\s+a)\s+)?({_UNIT})\b",
+    re.IGNORECASE,
+)
+
+
+def quantities(text: str) -> list[tuple[str, str, float]]:
+    """The quantities ``text`` writes with a unit of time or size: (the number as written, its
+    dimension, its value in seconds or bytes). "half a second" is 0.5 s, "64 GB" 64 GiB."""
+    found = []
+    for match in _QUANTITY.finditer(text):
+        raw, unit = match.group(1), match.group(2).lower()
+        number = _NUMBER_WORDS.get(raw.lower())
+        value = number if number is not None else float(raw)
+        dimension, factor = _UNITS[unit]
+        found.append((raw, dimension, value * factor))
+    return found
+
+
+def restated_quantities(answer: str, wanted: set[str], asked: str) -> set[str]:
+    """The figures of ``wanted`` that ``answer`` writes as a quantity the question ``asked`` gave
+    in other words or units ("500 milliseconds" for "half a second"): the user's own, not an
+    invention."""
+    given = [(dimension, value) for _, dimension, value in quantities(asked)]
+    restated = set()
+    for raw, dimension, value in quantities(answer):
+        figure = normalise_figure(raw).rstrip(".")
+        if figure in wanted and any(
+            d == dimension and math.isclose(v, value, rel_tol=1e-6) for d, v in given
+        ):
+            restated.add(figure)
+    return restated

@@ -663,3 +663,16 @@ def test_a_rule_of_the_documents_applied_to_the_users_own_figure_is_no_invention
     assert applied.kind == "answer" and not applied.dropped
     made_up = compose_answer(question, "Start with 18 GB [1].", evidence)
     assert [d.reason for d in made_up.dropped] == ["figure"]
+
+
+def test_the_users_own_quantity_in_other_words_or_units_is_no_invention():
+    """A live techdocs draft ("set log_min_duration_statement to 500 milliseconds" for "slower than
+    half a second") was dropped as an unstated figure, and the answer with it."""
+    evidence = passages(
+        "log_min_duration_statement (integer) — Causes the duration of each completed statement to be logged."
+    )
+    asked = "how do I get every query slower than half a second written to the server log?"
+    answer = compose_answer(asked, "Set log_min_duration_statement to 500 milliseconds [1].", evidence)
+    assert answer.kind == "answer" and not answer.dropped
+    other = compose_answer(asked, "Set log_min_duration_statement to 400 milliseconds [1].", evidence)
+    assert [d.reason for d in other.dropped] == ["figure"], "another quantity is still unstated"
