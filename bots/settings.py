@@ -104,6 +104,13 @@ class TeamsSettings(BaseModel):
     openid_timeout_s: float = Field(
         5.0, gt=0, le=60, description="Longest wait for Microsoft's OpenID metadata (the token keys)."
     )
+    token_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=120,
+        description="Longest wait for the bot's own access token (Microsoft's token endpoint), fetched off "
+        "the event loop: past it, that reply fails and every other request goes on.",
+    )
 
     @property
     def access(self) -> Access:

@@ -150,7 +150,21 @@ def _a_slack_delivery(text: str, content_type: str) -> bool:
         return False
     if not isinstance(body, dict) or not isinstance(body.get("event", {}), dict):
         return False
+    event = body.get("event", {})
+    item = event.get("item", {})
+    if not isinstance(item, dict) or not _strings(event, _EVENT_STRINGS) or not _strings(item, _ITEM_STRINGS):
+        return False  # a channel of 5 is no channel: Bolt's listeners would fail on it
     return isinstance(body.get("type"), str)  # every event and interaction names its type
+
+
+# The fields of an event (and of a reaction's item) the bot reads, each text when present.
+_EVENT_STRINGS = ("type", "channel", "channel_type", "ts", "thread_ts", "user", "team", "text", "reaction")
+_ITEM_STRINGS = ("type", "channel", "ts")
+
+
+def _strings(fields: dict[str, Any], names: tuple[str, ...]) -> bool:
+    """Whether each of ``names`` that ``fields`` has is a string."""
+    return all(isinstance(fields[name], str) for name in names if name in fields)
 
 
 class _SlackBot:

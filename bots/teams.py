@@ -35,7 +35,11 @@ import jwt
 from aiohttp import web
 from botbuilder.core import CardFactory, MessageFactory, TurnContext
 from botbuilder.core.teams import TeamsActivityHandler
-from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
+from botbuilder.integration.aiohttp import (
+    CloudAdapter,
+    ConfigurationBotFrameworkAuthentication,
+    ConfigurationServiceClientCredentialFactory,
+)
 from botbuilder.schema import (
     Activity,
     ActivityTypes,
@@ -43,6 +47,7 @@ from botbuilder.schema import (
     MessageReaction,
     ResourceResponse,
 )
+from botframework.connector.auth import MicrosoftAppCredentials, ServiceClientCredentialsFactory
 from botframework.connector.auth.jwt_token_extractor import JwtTokenExtractor
 from jwt.algorithms import RSAAlgorithm
 
@@ -203,6 +208,58 @@ def service_url_allowed(service_url: str, allowed: tuple[str, ...]) -> bool:
     )
 
 
+class FetchedOffTheLoop(ServiceClientCredentialsFactory):
+    """The configured credentials, their access token fetched in a worker thread with a timeout.
+
+    botbuilder fetches the bot's outbound token through MSAL's ``requests`` without a timeout, on
+    the event loop, when it sends a reply: a token endpoint that accepts connections and never
+    answers froze the whole server (REST, /mcp, Slack, /healthz) for as long as it kept silent.
+    Here the token is fetched before botbuilder asks for it, off the loop and bounded by
+    ``timeout_s`` (MSAL's own requests too), so botbuilder's call finds it in MSAL's cache; past
+    the timeout that reply fails, and nothing else waits.
+    """
+
+    def __init__(self, inner: ServiceClientCredentialsFactory, timeout_s: float) -> None:
+        self.inner = inner
+        self.timeout_s = timeout_s
+
+    async def is_valid_app_id(self, app_id: str) -> bool:
+        return await self.inner.is_valid_app_id(app_id)
+
+    async def is_authentication_disabled(self) -> bool:
+        return await self.inner.is_authentication_disabled()
+
+    async def create_credentials(
+        self, app_id: str, oauth_scope: str, login_endpoint: str, validate_authority: bool
+    ) -> Any:
+        credentials = await self.inner.create_credentials(
+            app_id, oauth_scope, login_endpoint, validate_authority
+        )
+        if not getattr(credentials, "microsoft_app_id", None):
+            return credentials  # authentication disabled: no token
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self._fetch, credentials), self.timeout_s)
+        except (TimeoutError, OSError) as exc:  # requests' errors are OSErrors
+            log.warning("no access token from Microsoft's token endpoint: %s", exc)
+            raise PermissionError(f"no access token from Microsoft within {self.timeout_s:g} s") from exc
+        return credentials
+
+    def _fetch(self, credentials: Any) -> None:
+        """The token, in a worker thread: MSAL (made with a timeout on its own requests; making it
+        already asks the authority) fetches it into its cache, where botbuilder's call finds it."""
+        if isinstance(credentials, MicrosoftAppCredentials) and credentials.app is None:
+            from msal import ConfidentialClientApplication
+
+            credentials.app = ConfidentialClientApplication(
+                client_id=credentials.microsoft_app_id,
+                client_credential=credentials.microsoft_app_password,
+                authority=credentials.oauth_endpoint,
+                timeout=self.timeout_s,
+                instance_discovery=False,  # the authority is Microsoft's own: nothing to discover
+            )
+        credentials.get_access_token()
+
+
 class _BotFrameworkConfig:
     """The attribute names botbuilder's configuration objects are read by."""
 
@@ -216,7 +273,11 @@ class _BotFrameworkConfig:
 def teams_route(service: AnsweringService, config: TeamsSettings) -> Any:
     """An aiohttp handler for Bot Framework activities (mount at ``/api/messages``)."""
     install_openid_metadata(config.openid_timeout_s)
-    adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(_BotFrameworkConfig(config)))
+    settings = _BotFrameworkConfig(config)
+    credentials = FetchedOffTheLoop(
+        ConfigurationServiceClientCredentialFactory(settings), config.token_timeout_s
+    )
+    adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(settings, credentials_factory=credentials))
     bot = TeamsBot(service, config, adapter)
 
     async def on_turn_error(context: TurnContext, error: Exception) -> None:

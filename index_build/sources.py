@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,9 +110,31 @@ def _walk(root: Path, roots: list[Path], skipped: list[tuple[str, str]]) -> list
                     continue
                 if entry.is_file():
                     files.append(entry)
+                elif not entry.is_dir():
+                    skipped.append((printable_path(entry), _special_kind(entry)))
             elif entry.is_file():
                 files.append(entry)
+            elif not entry.is_dir():
+                skipped.append((printable_path(entry), _special_kind(entry)))
     return sorted(files)
+
+
+def _special_kind(path: Path) -> str:
+    """Why a path that is neither a file nor a folder is not read: what it is (reading a pipe or
+    a device would block the ingest, or read without end)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "not a regular file: not read"
+    for test, kind in (
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return f"{kind}, not a regular file: not read"
+    return "not a regular file: not read"
 
 
 def _link_problem(link: Path, roots: list[Path]) -> str:

@@ -36,6 +36,10 @@ class UnsupportedMediaError(InvalidRequestError):
     """A request body sent as another type than the one the route reads (HTTP 415)."""
 
 
+class RequestTimeoutError(InvalidRequestError):
+    """A request whose body did not arrive in time (HTTP 408)."""
+
+
 class DocumentError(PermanentError):
     """One input document could not be read: corrupt, encrypted, empty or unsupported."""
 

@@ -531,6 +531,19 @@ async def test_slack_bodies_that_are_not_objects_are_refused_without_a_server_er
             assert genuine.status == 400, (body[:20], content_type, genuine.status)
         body, headers = signed({**event_callback({"type": "app_mention"}), "event": "a string"})
         assert (await client.post("/slack/events", data=body, headers=headers)).status == 400
+        # Round three, 6: a signed event whose channel is a number was a 500.
+        for event in (
+            {"type": "app_mention", "channel": 5, "ts": "1.1", "text": "hi"},
+            {
+                "type": "reaction_added",
+                "reaction": "+1",
+                "user": "U1",
+                "item": {"type": "message", "channel": 5},
+            },
+            {"type": "reaction_added", "reaction": "+1", "user": "U1", "item": "a string"},
+        ):
+            body, headers = signed(event_callback(event))
+            assert (await client.post("/slack/events", data=body, headers=headers)).status == 400, event
         assert "Traceback" not in caplog.text and not [
             r for r in caplog.records if r.levelno >= logging.ERROR
         ]
@@ -953,3 +966,124 @@ async def test_the_first_key_created_on_a_keyless_server_is_enforced_without_a_r
     await asyncio.sleep(2.2)  # the server looks again every two seconds while it has no key
     assert (await client.post("/v1/search", json={"query": "proposal"})).status == 401
     assert (await client.post("/v1/search", json={"query": "proposal"}, headers=bearer(secret))).status == 200
+
+
+# Round three, 6. /v1/ask/stream answered scope and input errors with HTTP 200 and an error event
+# where /v1/ask gives 403, 404 and 400.
+
+
+async def test_the_stream_refuses_what_ask_refuses_with_the_same_status(server):
+    client, _ = await server()
+    started = await client.post(
+        "/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA)
+    )
+    foreign = (await started.json())["conversation_id"]
+    for body, status in (
+        ({"question": "What is the salary?", "collections": ["private"]}, 403),
+        ({"question": "And then?", "conversation_id": foreign}, 404),
+        ({"question": " \u200b "}, 400),
+    ):
+        for route in ("/v1/ask", "/v1/ask/stream"):
+            response = await client.post(route, json=body, headers=bearer(BETA))
+            assert response.status == status, (route, body, await response.text())
+            assert "error" in await response.json()
+
+
+# Round three, 6. FIFOs and device files were skipped without being listed; a key could be given
+# a past expiry; a key sent as ?api_key= was written to the access log.
+
+
+def test_a_named_pipe_in_the_corpus_is_listed_as_skipped_and_never_read(tmp_path):
+    from index_build.sources import discover
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nRead me.\n")
+    os.mkfifo(folder / "pipe.md")  # opening it for reading would block the ingest
+    found = discover([folder], None)
+    assert [s.path.name for s in found.sources] == ["guide.md"]
+    assert any("pipe.md" in path and "named pipe" in reason for path, reason in found.skipped)
+
+
+def test_a_key_cannot_be_created_already_expired(tmp_path, capsys):
+    code = main(["keys", "create", "--client", "ops", "--expires", "2020-01-01"])
+    assert code != 0 and "already past" in capsys.readouterr().err
+
+
+def test_the_access_log_names_paths_never_query_strings(caplog):
+    from aiohttp.test_utils import make_mocked_request
+    from aiohttp.web import Response
+
+    from server.doors.launch import PathOnlyAccessLogger
+
+    logger = logging.getLogger("test.access")
+    caplog.set_level(logging.INFO, logger="test.access")
+    request = make_mocked_request("POST", "/v1/search?api_key=s3cret-key-value")
+    PathOnlyAccessLogger(logger, "").log(request, Response(status=401), 0.01)
+    assert "/v1/search" in caplog.text and "s3cret" not in caplog.text
+
+
+# Round three, 6. An authenticated client trickling its body in was never timed out.
+
+
+async def test_a_body_that_trickles_in_is_cut_off_with_408(server):
+    client, _ = await server(serving__body_timeout_s=0.5)
+
+    async def trickle():
+        yield b'{"query": '
+        await asyncio.sleep(2)
+        yield b'"proposal"}'
+
+    headers = {**bearer(ALPHA), "Content-Type": "application/json"}
+    response = await client.post("/v1/search", data=trickle(), headers=headers)
+    assert response.status == 408 and "did not arrive" in (await response.json())["error"]
+
+
+# Round three, 3. A genuine Teams message froze the whole server while Microsoft's token endpoint
+# accepted connections and never answered: botbuilder fetched the bot's token on the event loop.
+
+
+async def test_a_silent_token_endpoint_costs_that_reply_and_never_blocks_the_event_loop():
+    from botframework.connector.auth import MicrosoftAppCredentials
+
+    from bots.teams import FetchedOffTheLoop
+
+    class SilentEndpoint:
+        """The configured factory, its credentials asking a token endpoint that never answers."""
+
+        def __init__(self, authority: str) -> None:
+            self.authority = authority
+
+        async def is_valid_app_id(self, app_id):
+            return True
+
+        async def is_authentication_disabled(self):
+            return False
+
+        async def create_credentials(self, app_id, oauth_scope, login_endpoint, validate_authority):
+            credentials = MicrosoftAppCredentials(app_id, "pw", oauth_scope="https://api.botframework.com")
+            credentials.oauth_endpoint = self.authority
+            return credentials
+
+    async with BlackHole() as hole:
+        # A TLS handshake with the black hole never completes either.
+        authority = hole.url.replace("http://", "https://").replace(
+            "/.well-known/openid", "/botframework.com"
+        )
+        factory = FetchedOffTheLoop(SilentEndpoint(authority), timeout_s=1.0)
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(PermissionError, match="no access token"):
+            await factory.create_credentials("00000000-0000-0000-0000-000000000001", "s", "https://x", True)
+        waited = asyncio.get_running_loop().time() - started
+        ticker.cancel()
+    assert hole.connections >= 1, "the token endpoint was asked"
+    assert waited < 3 and ticks >= 10, "the event loop went on while the token was awaited"

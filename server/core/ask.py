@@ -154,11 +154,12 @@ class Asker:
         require_scope(caller, "ask")
         question = self.access.check_question(question)
         collections = self.access.allowed_collections(collections, caller)
-        # At once, so that every front door can show progress immediately.
-        await status({"step": Step.RECEIVED, "t": 0.0, "question": question})
         conversation_id = await asyncio.to_thread(
             self.stores.conversations.open, conversation_id, caller.owner, caller.names_conversations
         )
+        # Once admitted, at once, so that every front door can show progress immediately (a
+        # streaming door answers a refusal before this with the request's own status).
+        await status({"step": Step.RECEIVED, "t": 0.0, "question": question})
         history = await asyncio.to_thread(
             self.stores.conversations.history, conversation_id, self.settings.agent.history_turns
         )

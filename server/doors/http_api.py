@@ -35,6 +35,7 @@ from pipeline.errors import (
     ForbiddenError,
     InvalidRequestError,
     NotFoundError,
+    RequestTimeoutError,
     TransientError,
     UnauthenticatedError,
     UnsupportedMediaError,
@@ -115,6 +116,8 @@ async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitab
         return _error(404, str(exc))
     except UnsupportedMediaError as exc:
         return _error(415, str(exc))
+    except RequestTimeoutError as exc:
+        return _error(408, str(exc))
     except InvalidRequestError as exc:
         return _error(400, str(exc))
     except (TransientError, ConfigurationError) as exc:
@@ -185,7 +188,7 @@ async def _openapi(request: web.Request) -> web.Response:
 
 
 async def _ask(request: web.Request) -> web.Response:
-    body = await read_body(request, AskBody)
+    body = await read_body(request, AskBody, request.app[SERVICE].settings.serving.body_timeout_s)
     result = await request.app[SERVICE].ask(
         body.question,
         conversation_id=body.conversation_id,
@@ -200,9 +203,13 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
     text as the LLM writes it (``{"text", "draft"}``: a new draft replaces the text so far), then
     ``answer`` (the final, checked answer) or ``error``.
 
+    A request the question's admission refuses (a scope, a collection, a conversation not the
+    caller's, an empty question) gets the status /v1/ask gives it (403, 404, 400): the stream
+    starts with the first event, once the question is admitted.
+
     A client that goes away cancels its question (the LLM request included); one INFO line says so.
     """
-    body = await read_body(request, AskBody)
+    body = await read_body(request, AskBody, request.app[SERVICE].settings.serving.body_timeout_s)
     service = request.app[SERVICE]
     response = web.StreamResponse(
         headers={
@@ -211,9 +218,10 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
             "X-Request-ID": current_request_id(),
         }
     )
-    await response.prepare(request)
 
     async def send(event: str, data: dict[str, Any]) -> None:
+        if not response.prepared:
+            await response.prepare(request)
         await response.write(f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode())
 
     asking = asyncio.create_task(
@@ -236,6 +244,8 @@ async def _ask_stream(request: web.Request) -> web.StreamResponse:
         try:
             result = asking.result()
         except DocfinderError as exc:
+            if not response.prepared:
+                raise  # refused before the stream began: its HTTP status, as /v1/ask gives it
             await send("error", {"error": str(exc), "transient": isinstance(exc, TransientError)})
         else:
             await send("answer", to_json(answer_out(result, trace=False)))
@@ -261,7 +271,7 @@ async def _client_gone(request: web.Request) -> None:
 
 
 async def _search(request: web.Request) -> web.Response:
-    body = await read_body(request, SearchBody)
+    body = await read_body(request, SearchBody, request.app[SERVICE].settings.serving.body_timeout_s)
     service = request.app[SERVICE]
     result = await service.search(
         service.check_question(body.query),
@@ -275,7 +285,7 @@ async def _search(request: web.Request) -> web.Response:
 
 
 async def _feedback(request: web.Request) -> web.Response:
-    body = await read_body(request, FeedbackBody)
+    body = await read_body(request, FeedbackBody, request.app[SERVICE].settings.serving.body_timeout_s)
     record = await request.app[SERVICE].record_feedback(
         Feedback(
             body.answer_id, "http", user=body.user, rating=body.rating, label=body.label, comment=body.comment

@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 from typing import Literal
 
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 
 from pipeline.errors import ConfigurationError
 from server.doors.auth import Authenticator, check_bind, open_authenticator
@@ -74,7 +75,23 @@ def serve(door: Door, settings: Settings, host: str, port: int, insecure: bool =
         app.on_cleanup.append(close)
         return app
 
-    web.run_app(application(), host=host, port=port)
+    web.run_app(application(), host=host, port=port, access_log_class=PathOnlyAccessLogger)
+
+
+class PathOnlyAccessLogger(AbstractAccessLogger):
+    """One access-log line per request with its path, never its query string: a client that sends
+    its key as ``?api_key=`` (docfinder reads keys from the Authorization header only) would
+    otherwise have it written to the log."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        self.logger.info(
+            '%s "%s %s" %s %.3f s',
+            request.remote or "-",
+            request.method,
+            request.path,
+            response.status,
+            time,
+        )
 
 
 async def serve_mcp_stdio(settings: Settings) -> None:

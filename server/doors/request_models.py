@@ -13,6 +13,7 @@ database could store.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -20,7 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.answers import FEEDBACK_LABELS
-from pipeline.errors import InvalidRequestError, UnsupportedMediaError
+from pipeline.errors import InvalidRequestError, RequestTimeoutError, UnsupportedMediaError
 from pipeline.retrieval import MAX_SEARCH_K
 
 MAX_TEXT_CHARS = 20_000  # the largest max_question_chars allows; the service applies the configured one
@@ -106,10 +107,11 @@ class NoArguments(_Strict):
 Body = TypeVar("Body", bound=BaseModel)
 
 
-async def read_body(request: web.Request, model: type[Body]) -> Body:
+async def read_body(request: web.Request, model: type[Body], timeout_s: float) -> Body:
     """The request body as ``model``, or :class:`InvalidRequestError` saying what is wrong with it.
 
-    Only a body sent as ``application/json`` is read: a web page may post ``text/plain`` to any
+    The body must arrive within ``timeout_s`` (:class:`RequestTimeoutError` after it). Only a body
+    sent as ``application/json`` is read: a web page may post ``text/plain`` to any
     address without asking the browser's leave (no CORS preflight), JSON it may not.
     """
     if request.content_type != "application/json":
@@ -119,7 +121,10 @@ async def read_body(request: web.Request, model: type[Body]) -> Body:
     charset = request.charset
     if charset is not None and charset.lower().replace("_", "-") not in {"utf-8", "utf8"}:
         raise InvalidRequestError(f"the body must be JSON in UTF-8, not {charset[:40]!r}")
-    raw = await request.read()  # beyond client_max_size: 413
+    try:
+        raw = await asyncio.wait_for(request.read(), timeout_s)  # beyond client_max_size: 413
+    except TimeoutError as exc:
+        raise RequestTimeoutError(f"the body did not arrive within {timeout_s:g} s") from exc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -225,6 +225,12 @@ class ServingSettings(BaseModel):
     max_concurrent_searches: int = Field(
         4, ge=1, le=256, description="Searches run at once (CPU-bound); the rest queue."
     )
+    body_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="Longest wait for a request's body once its headers are in (a client trickling a body "
+        "holds a connection and its memory): 408 after it.",
+    )
     search_queue: int = Field(
         64, ge=0, le=100_000, description="Searches that may wait for a slot; beyond, 503 with Retry-After."
     )

@@ -98,12 +98,17 @@ class KeyStore:
             raise InvalidRequestError("a key needs a client name")
         if not client.isprintable():
             raise InvalidRequestError("a client name is printable text: no control characters")
+        now = datetime.now(UTC)
+        if expires_at is not None and expires_at <= now:
+            raise InvalidRequestError(
+                f"the expiry {expires_at:%Y-%m-%d %H:%M} UTC is already past: a key must work for some time"
+            )
         key = StoredKey(
             key_id=secrets.token_hex(_ID_CHARS // 2),
             client=client.strip(),
             scopes=check_scopes(scopes),
             collections=tuple(dict.fromkeys(collections)),
-            created_at=datetime.now(UTC),
+            created_at=now,
             expires_at=expires_at,
             revoked_at=None,
         )
