@@ -1087,3 +1087,22 @@ async def test_a_silent_token_endpoint_costs_that_reply_and_never_blocks_the_eve
         ticker.cancel()
     assert hole.connections >= 1, "the token endpoint was asked"
     assert waited < 3 and ticks >= 10, "the event loop went on while the token was awaited"
+
+
+# Round three, 5. Absolute server paths and file:// links reached remote callers in the ask trace
+# (step evidence) and in the stream's status and evidence events.
+
+
+async def test_no_server_path_or_file_link_reaches_a_remote_caller_in_traces_or_streams(server, index):
+    client, _ = await server()
+    disk = str(index.parent)
+    asked = await client.post("/v1/ask", json={"question": "When are proposals due?"}, headers=bearer(ALPHA))
+    assert asked.status == 200
+    evidence_step = next(e for e in (await asked.json())["trace"] if e["step"] == "evidence")
+    assert evidence_step["quotes"] and all(not q["source"].startswith("/") for q in evidence_step["quotes"])
+    streamed = await client.post(
+        "/v1/ask/stream", json={"question": "When are proposals due?"}, headers=bearer(ALPHA)
+    )
+    for text in (await asked.text(), await streamed.text()):
+        assert disk not in text and "file://" not in text, text[:400]
+    assert "event: evidence" in await streamed.text()

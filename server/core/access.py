@@ -94,7 +94,23 @@ class Access:
 
         citations = [public(c) for c in agent.citations]
         evidence = [public(q) for q in agent.evidence]
-        return replace(result, agent=replace(agent, citations=citations, evidence=evidence))
+        trace = [self.public_event(event) for event in agent.trace]
+        return replace(result, agent=replace(agent, citations=citations, evidence=evidence, trace=trace))
+
+    def public_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A status event (a trace step) as a remote caller sees it: the quotes it shows name their
+        sources by :meth:`public_source`, with links to published URLs only."""
+        if "quotes" not in event:
+            return event
+        quotes = [
+            {
+                **quote,
+                "source": self.public_source(quote["source"]),
+                "link": quote.get("link", "") if self._published(quote["source"]) else "",
+            }
+            for quote in event["quotes"]
+        ]
+        return {**event, "quotes": quotes}
 
     def _published(self, source: str) -> bool:
         return any(source.startswith(local) for local in self.settings.index.source_url_prefixes)

@@ -127,7 +127,8 @@ class Asker:
         async def status(event: dict[str, Any]) -> None:
             event["request_id"] = request_id
             if on_status is not None:
-                await on_status(event)
+                # A remote caller sees no path of the server's disk, in any step either.
+                await on_status(event if caller == LOCAL_CALLER else self.access.public_event(event))
 
         admitted = await self._admit(question, conversation_id, collections, caller, status)
         answer = await self._run(admitted, status, on_token, started)
