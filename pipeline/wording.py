@@ -98,11 +98,17 @@ def describe_step(event: dict[str, Any]) -> str:
 _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def printable(text: str) -> str:
+def printable(text: str, lines: bool = False) -> str:
     """``text`` safe for a terminal or one log line: control characters written as escapes
     (``\\x1b``, ``\\n``), so a file name or title can neither drive the terminal (retitle it,
-    clear it) nor start a forged log line."""
-    return _INVISIBLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    clear it) nor start a forged log line. With ``lines``, line breaks and tabs stay (a
+    document's text, an answer: printed as they are written, their escape sequences not)."""
+    kept = "\n\t" if lines else ""
+    return _INVISIBLE.sub(lambda m: m.group() if m.group() in kept else _escaped(m.group()), text)
+
+
+def _escaped(character: str) -> str:
+    return character.encode("unicode_escape").decode("ascii")
 
 
 def without_invisible(text: str) -> str:

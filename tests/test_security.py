@@ -1106,3 +1106,49 @@ async def test_no_server_path_or_file_link_reaches_a_remote_caller_in_traces_or_
     for text in (await asked.text(), await streamed.text()):
         assert disk not in text and "file://" not in text, text[:400]
     assert "event: evidence" in await streamed.text()
+
+
+# Round three, 6. /mcp answered 500 to a header holding a byte that is not ASCII.
+
+
+async def test_a_header_byte_that_is_no_ascii_is_no_server_error_on_mcp(server):
+    client, _ = await server()
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {**bearer(ALPHA), "Accept": "application/json, text/event-stream", "X-Note": "5 \u20ac"}
+    response = await client.post("/mcp", json=initialize, headers=headers)
+    assert response.status < 500, await response.text()
+
+
+# Round three, 6. Escape sequences inside a document's text reached the terminal raw through
+# `docfinder ask` and `search` (only file names were escaped).
+
+
+def test_escape_sequences_in_a_documents_text_never_reach_the_terminal(tmp_path, llm):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text(
+        "# Guide\n\nThe cryostat is warmed up every six months.\x1b]0;pwned\x07\x1b[2J Warm-ups take a day.\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DOCFINDER_LLM__API_BASE": llm.url}
+    cli = [sys.executable, "-m", "server.doors.cli"]
+    index = str(tmp_path / "index")
+    for command in (
+        ["ingest", str(docs), "--index", index],
+        ["search", "cryostat warmed", "--index", index],
+        ["ask", "How often is the cryostat warmed up?", "--index", index],
+    ):
+        done = subprocess.run([*cli, *command], cwd=tmp_path, capture_output=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        said = done.stdout + done.stderr
+        assert b"\x1b" not in said and b"\x07" not in said, command[0]
+        if command[0] != "ingest":
+            assert b"six months" in said, command[0]

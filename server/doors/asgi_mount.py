@@ -109,11 +109,18 @@ def _scope(request: web.Request, caller: Caller) -> dict[str, Any]:
         "method": request.method,
         "scheme": request.scheme,
         "path": request.path,
-        "raw_path": request.raw_path.split("?", 1)[0].encode(),
-        "query_string": request.query_string.encode(),
+        "raw_path": _raw(request.raw_path.split("?", 1)[0]),
+        "query_string": _raw(request.query_string),
         "root_path": "",
-        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.items()],
+        "headers": [(_raw(k.lower()), _raw(v)) for k, v in request.headers.items()],
         "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None,
         "server": (host, int(port) if port.isdigit() else (443 if request.scheme == "https" else 80)),
         "state": {CALLER_STATE: caller},
     }
+
+
+def _raw(text: str) -> bytes:
+    """A header, path or query as the bytes the client sent: aiohttp decodes them as UTF-8 with
+    surrogate escapes, so a byte that is no UTF-8 (a non-ASCII Latin-1 byte) comes back as it was,
+    where encoding to Latin-1 failed on it (round three of hardening: a 500)."""
+    return text.encode("utf-8", "surrogateescape")

@@ -22,6 +22,12 @@ def shown(text: str) -> str:
     return escape(printable(text))
 
 
+def shown_lines(text: str) -> str:
+    """Untrusted text of several lines (a document's words, an answer written from them) for the
+    terminal: no markup, no escape sequence, its line breaks kept."""
+    return escape(printable(text, lines=True))
+
+
 _LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings": "Embeddings"}
 
 
@@ -66,7 +72,7 @@ def print_hits(console: Console, result: Any) -> None:
         )
         console.print(f"    [dim]{shown(chunk.source)}[/]")
         text = " ".join(chunk.text.split())
-        console.print("    " + escape(text[:400] + ("…" if len(text) > 400 else "")) + "\n")
+        console.print("    " + shown_lines(text[:400] + ("…" if len(text) > 400 else "")) + "\n")
 
 
 def print_ingest_report(console: Console, report: IngestReport) -> None:
@@ -171,25 +177,25 @@ def print_context(console: Console, context: Context) -> None:
     console.print(f"[bold]context[/] ({context.tokens} tokens, {len(context.pieces)} pieces)")
     for piece in context.pieces:
         console.print(f"  [dim]group {piece.group} · {escape(piece.chunk.citation_label())}[/]")
-        console.print(f"    {escape(' '.join(piece.text.split()))}")
+        console.print(f"    {shown(' '.join(piece.text.split()))}")
 
 
 def print_answer(console: Console, result: AskResult, trace: bool = False) -> None:
     """The answer, the evidence it rests on (quoted), then its numbered sources with title, heading, pages."""
     agent = result.agent
-    console.print(escape(agent.answer) + "\n")
+    console.print(shown_lines(agent.answer) + "\n")
     if agent.evidence:
         console.print("[bold]Evidence[/]")
         for quote in agent.evidence:
-            console.print(f"  [cyan][{quote.n}][/] “{escape(quote.readable())}”")
+            console.print(f"  [cyan][{quote.n}][/] “{shown_lines(quote.readable())}”")
             if quote.caption():
-                console.print(f"      [dim]{escape(quote.caption())}[/]")
+                console.print(f"      [dim]{shown(quote.caption())}[/]")
         console.print()
     if agent.citations:
         console.print("[bold]Sources[/]")
         for citation in agent.citations:
-            console.print(f"  [cyan][{citation.n}][/] {escape(citation.label())}")
-            console.print(f"      [dim]{escape(citation.source)}[/]")
+            console.print(f"  [cyan][{citation.n}][/] {shown(citation.label())}")
+            console.print(f"      [dim]{shown(citation.source)}[/]")
     console.print(
         f"[dim]conversation {result.conversation_id} · answer {result.answer_id} · {agent.outcome}[/]"
     )
