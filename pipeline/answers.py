@@ -80,8 +80,7 @@ class Quote:
         labelled = labelled_cells(self.text, self.context)
         if not labelled:
             return " | ".join(row)
-        pairs = "; ".join(f"{label}: {value}" if label else value for label, value in labelled)
-        return f"{self.group()}{row[0]} — {pairs}"
+        return f"{self.group()}{row[0]} — {grouped_cells(labelled)}"
 
     def group(self) -> str:
         """A row's group label with a space ("Operating income: "), or "": without it an "AWS"
@@ -92,6 +91,24 @@ class Quote:
     def caption(self) -> str:
         """What a row's figures are in ("(In millions)"); its group leads :meth:`readable`."""
         return " · ".join(header_groups(self.context)[0])
+
+
+def grouped_cells(labelled: list[tuple[str, str]]) -> str:
+    """A row's cells beside their column labels, the words that neighbouring labels share said
+    once: "Three Months Ended 2023: $81,797, 2022: $82,959; Nine Months Ended 2023: $293,787"
+    rather than the period's words before every cell (a quarterly filing's row quoted whole ran
+    to 220 characters)."""
+    parts: list[str] = []
+    shared: list[str] | None = None
+    for label, value in labelled:
+        words = label.split()
+        lead = words[:-1]
+        if shared is not None and lead and lead == shared:
+            parts[-1] += f", {words[-1]}: {value}"
+            continue
+        parts.append(f"{label}: {value}" if label else value)
+        shared = lead if len(words) > 1 else None
+    return "; ".join(parts)
 
 
 @dataclass(slots=True)

@@ -47,7 +47,8 @@ from pipeline.text import analyze
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
 QUOTE_LIMIT = 3  # quotes under an answer: each one that answers, never a dump of the context
-QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about
+QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
+REPLY_CHARS = 450  # characters of a whole reply, about: the quotes fill what the answer leaves
 MIN_QUOTE_CHARS = 80  # a quote is cut no shorter; less room left than this ends the quotes
 NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
 NOT_IN_DOCUMENTS = "The documents do not say."
@@ -164,13 +165,16 @@ def compose_answer(
     rules: Sequence[AnswerRules] = (),
     limit: int = QUOTE_LIMIT,
     absent: Sequence[str] = (),
+    reply_chars: int = REPLY_CHARS,
 ) -> ComposedAnswer:
     """The answer built from the model's ``reply`` to ``question`` over ``passages`` (the
     evidence it read, numbered from 1); see the module docstring.
 
     Without ``check_figures`` a figure no cited unit states is let through (names, negations
     and saying something new are still checked). ``rules`` are the rule packs in use.
-    ``absent`` are the question's technical names that no document of the search mentions
+    ``reply_chars`` bounds the whole reply, about: the quotes fill what the kept sentences leave
+    of it (one short quote at least). ``absent`` are the question's technical names that no
+    document of the search mentions
     (:mod:`pipeline.absent`): a sentence that states something of one cannot rest on the
     documents and goes, and the answer says which the documents never mention.
     """
@@ -191,7 +195,7 @@ def compose_answer(
         problem, placed, fixes = _judged(sentence, reading, after_a_drop)
         after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
         if problem is None:
-            kept.append(placed)
+            kept.append(_without_the_echo(placed, question))
             corrected += fixes
         else:
             dropped.append(problem)
@@ -201,7 +205,8 @@ def compose_answer(
     if kept and says_nothing_new(kept_text, question, [evidence[n] for n in sorted(kept_cited)]):
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
-    quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit)
+    room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
+    quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room)
     derived, quotes, _ = _rows_the_packs_quote(question, quotes, units, rules)
     gap = any(offers_what_its_sources_lack(d.sentence, reading) for d in dropped)
     # A line a pack derived from the documents' cells, its inputs shown, is an answer too.
@@ -285,7 +290,7 @@ def answering_quotes(
         if not found or len(chosen) >= limit or (chosen and room < MIN_QUOTE_CHARS):
             return False
         quote = excerpt(found[0], f"{question}\n{answer}", max(room, MIN_QUOTE_CHARS))
-        room -= len(quote.text)
+        room -= len(readable_unit(quote))  # as shown: a table row with its column labels
         whole.append(found[0])
         chosen.append(quote)
         return True
@@ -425,9 +430,28 @@ def _judged(
     return _problem(placed, reading), placed, fixes
 
 
+def echoes(sentence: str, question: str) -> bool:
+    """Whether ``sentence`` says nothing but the question's own words ("Yes, there are notable
+    changes in Apple's liquidity as reported in these 10-Qs."): a restatement, however long."""
+    said = set(analyze(blank_markers(_POLAR.sub("", sentence))))
+    return bool(said) and said <= set(analyze(question))
+
+
+def _without_the_echo(sentence: str, question: str) -> str:
+    """A polar sentence that otherwise only restates the question, as its "Yes." or "No." alone
+    (with its citations): the answer kept, the restatement's length not."""
+    polar = _POLAR.match(sentence)
+    if polar is None or not echoes(sentence, question):
+        return sentence
+    markers = "".join(f"[{n}]" for n in MARKER.findall(sentence))
+    return f"{polar.group().strip().capitalize()}.{' ' + markers if markers else ''}"
+
+
 def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
     if blank_markers(sentence).rstrip().endswith("?"):  # the question echoed, or one asked back
+        return DroppedSentence(sentence, "says_nothing")
+    if not _POLAR.match(sentence) and echoes(sentence, reading.question):  # restated: says nothing
         return DroppedSentence(sentence, "says_nothing")
     question, evidence, passages = reading.question, reading.evidence, reading.passages
     spoken_of = [name for name in reading.absent if name.lower() in sentence.lower()]

@@ -62,6 +62,13 @@ class AgentSettings(BaseModel):
         "around them); a reply cut at the limit keeps its whole sentences. Writing is the slow part of a "
         "CPU model's answer (about 10 to 15 tokens a second on two cores).",
     )
+    reply_chars: int = Field(
+        450,
+        ge=0,
+        description="Characters of the whole reply, about: the quotes under the answer (at most three, a "
+        "long unit cut to its sentences that answer) fill what the answer's own sentences leave of it, and "
+        "one short quote stands under any answer.",
+    )
     history_turns: int = Field(
         6,
         ge=0,

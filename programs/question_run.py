@@ -323,6 +323,7 @@ class Drafting:
             check_figures=self.agent.settings.figure_check,
             rules=self.agent.rules,
             absent=self.run.absent,
+            reply_chars=self.agent.settings.reply_chars,
         )
         await self.run.step(
             Step.COMPOSE,

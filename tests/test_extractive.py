@@ -676,3 +676,22 @@ def test_the_users_own_quantity_in_other_words_or_units_is_no_invention():
     assert answer.kind == "answer" and not answer.dropped
     other = compose_answer(asked, "Set log_min_duration_statement to 400 milliseconds [1].", evidence)
     assert [d.reason for d in other.dropped] == ["figure"], "another quantity is still unstated"
+
+
+def test_a_rows_cells_say_the_words_their_column_labels_share_once():
+    from pipeline.answers import grouped_cells
+
+    labelled = [
+        ("Three Months Ended 2023", "$81,797"),
+        ("Three Months Ended 2022", "$82,959"),
+        ("Nine Months Ended 2023", "$293,787"),
+    ]
+    assert (
+        grouped_cells(labelled)
+        == "Three Months Ended 2023: $81,797, 2022: $82,959; Nine Months Ended 2023: $293,787"
+    )
+    dated = [("Three Months Ended July 1, 2023", "81,797"), ("Three Months Ended June 25, 2022", "82,959")]
+    assert (
+        grouped_cells(dated)
+        == "Three Months Ended July 1, 2023: 81,797; Three Months Ended June 25, 2022: 82,959"
+    )
