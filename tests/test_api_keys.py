@@ -7,6 +7,9 @@ with keys the CLI wrote into the store the server reads.
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime, timedelta
+
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -72,8 +75,10 @@ async def test_metrics_need_the_metrics_scope(server, capsys):
 
 
 async def test_an_expired_key_is_refused_whether_made_by_the_cli_or_configured(server, capsys):
-    old = create_key(capsys, "--client", "intern", "--expires", "2020-01-01")
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    old = create_key(capsys, "--client", "intern", "--expires", soon)  # an expiry already past is refused
     lasting = create_key(capsys, "--client", "intern", "--days", "30")
+    await asyncio.sleep(2.1)
     configured = "c" * 40
     client, _ = await server(
         access__api_keys={"legacy": {"key": configured, "expires": "2021-06-30"}, "alpha": {"key": ALPHA}}

@@ -6,13 +6,15 @@ from evaluation.questions import load_questions
 
 def test_every_benchmark_part_labels_its_data_and_what_was_tuned_on_it():
     assert set(DATA_LABELS) == set(PARTS)
-    for part in ("context", "agent", "manual-qa", "context-manual-qa", "retrieval"):
+    for part in ("context", "context-manual-qa", "retrieval"):
         label = DATA_LABELS[part]
         assert ("dev" in label or "test" in label) and ("tuned" in label or "chosen" in label), part
     assert "tuned on SciFact train" in DATA_LABELS["retrieval"] and "test" in DATA_LABELS["retrieval"]
     assert (
         "probe" in DATA_LABELS["unanswerable-probe"] and "nothing tuned" in DATA_LABELS["unanswerable-probe"]
     )
+    answers = DATA_LABELS["answers"]
+    assert "tune half" in answers and "report half" in answers and "plain" in answers
 
 
 def test_the_probe_questions_are_unanswerable_questions_on_the_sample_pdfs():

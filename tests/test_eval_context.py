@@ -6,8 +6,6 @@ import csv
 import json
 from pathlib import Path
 
-import pytest
-
 from pipeline.figures import figures, stated_figures, unstated_figures, written_forms
 from server.doors.cli import main
 
@@ -125,150 +123,63 @@ def test_search_context_flags_select_order_and_show_in_the_trace(sample_corpus, 
     assert "not applied to the evidence selection" in " ".join(capsys.readouterr().err.split())
 
 
-def test_the_answers_benchmark_scores_the_agent_beside_the_plain_baseline(tmp_path):
+def test_the_dev_sets_benchmark_scores_the_agent_beside_the_plain_call_half_by_half(tmp_path, monkeypatch):
     import dspy
     from dspy.utils import DummyLM
 
-    from evaluation.benchmarks.answers import bench_answers
+    from evaluation.benchmarks.dev_sets import DevSet, bench_dev_sets
     from server.settings import load_settings
 
+    monkeypatch.chdir(tmp_path)
     dataset = write_dataset(tmp_path / "mini")
-    script = [  # per question: the agent's generate and grounding check, then the plain baseline's one call
-        {"answer": "Net sales were 12,345 [1].", "sources": [1]},
-        {"supported": "yes"},
+    mini = DevSet("mini", dataset / "questions.csv", dataset / "docs", "figures")
+    script = [  # per question: the agent's one call, then the plain call
+        {"answer": "Net sales were 12,345 [1]."},
         {"answer": "Acme's net sales were 12,345 [1]."},
-        {"answer": "Globex revenue was 98,765 [1].", "sources": [1]},
-        {"supported": "yes"},
+        {"answer": "Globex revenue was 98,765 [1]."},
         {"answer": "The passages do not say."},
     ]
     model = DummyLM(script, adapter=dspy.JSONAdapter())
-    report = bench_answers(
-        dataset, load_settings(), cache_dir=tmp_path / "cache", questions_file="questions.csv", lm=model
+    report = bench_dev_sets(
+        load_settings(), [mini], lm=model, cache_dir=tmp_path / "cache", out=tmp_path / "out"
     )
-    agent, plain = report["agent"], report["plain"]
-    assert (
-        report["questions"] == 2 and agent["answered"] == 1.0 and agent["llm_calls"] == {"p50": 2, "max": 2}
-    )
-    # The agent's answer to question 2 states one of its two figures and quotes the sentence with
-    # the other: both are in the text the user reads. The baseline refused question 2.
-    assert agent["figure_recall_in_answer_text"] == 1.0 and plain["figure_recall_in_answer_text"] == 0.5
-    assert agent["answerable_refused"] == "0/2" and plain["answerable_refused"] == "1/2"
-    assert agent["gold_document_cited"] == 1.0 and agent["verified_with_unstated_figure"] == 0
-    rows = [
-        json.loads(line) for line in (Path("bench-results") / "answers_mini.jsonl").read_text().splitlines()
-    ]
+    tune, held = report["per_set"]["mini"]["tune"], report["per_set"]["mini"]["report"]
+    assert tune["agent"]["questions"] == held["agent"]["questions"] == 1, "row 0 tunes, row 1 reports"
+    # Question 2's answer states one of its two figures; the quote under it holds the other.
+    assert held["agent"]["own"] == 0.5 and held["agent"]["whole"] == 1.0 and held["plain"]["own"] == 0.0
+    assert held["agent"]["answerable_refused"] == [0, 1] and held["plain"]["answerable_refused"] == [1, 1]
+    assert held["agent"]["gold_cited"] == 1.0 and held["agent"]["llm_calls"] == {"p50": 1, "max": 1}
+    assert report["macro"]["report"]["agent"]["own"] == 0.5
+    assert report["targets"]["mini/report"]["whole_plain_plus_010"] is True
+    rows = [json.loads(line) for line in (tmp_path / "out" / "answers_mini.jsonl").read_text().splitlines()]
     agent_rows = [row for row in rows if row["system"] == "agent"]
-    assert len(agent_rows) == 2 and all(0 < row["first_evidence_s"] < row["seconds"] for row in agent_rows), (
-        "each question's evidence is shown before its answer"
+    assert all(0 < row["first_evidence_s"] < row["seconds"] for row in agent_rows), (
+        "evidence before the answer"
     )
     assert [row["drafts"] for row in agent_rows] == [
         ["Net sales were 12,345 [1]."],
         ["Globex revenue was 98,765 [1]."],
-    ], "the model's drafts are kept, to replay later code on them"
-    assert plain["llm_calls"] == {"p50": 1, "max": 1} and plain["first_evidence_s"] is None
-    assert 0 < plain["answer_meteor"] < agent["answer_meteor"] <= 1, "the refusal shares fewer gold words"
+    ]
+    assert all(row["unstated_figures"] == [] for row in rows)
 
 
-def test_a_runs_drafts_replayed_through_the_answer_code_give_the_runs_answers(tmp_path, monkeypatch):
+def test_a_runs_drafts_replayed_through_todays_code_give_the_runs_answers(tmp_path, monkeypatch):
     import dspy
     from dspy.utils import DummyLM
 
-    from evaluation.benchmarks.answers import bench_answers
-    from evaluation.benchmarks.replay import replay_run
-    from pipeline.errors import InvalidRequestError
+    from evaluation.benchmarks.dev_sets import DevSet, bench_dev_sets
+    from evaluation.benchmarks.replay import replay_rows
     from server.settings import load_settings
 
     monkeypatch.chdir(tmp_path)
     dataset = write_dataset(tmp_path / "mini")
-    questions = dataset / "questions.csv"  # the service strips a question (as a file may not)
-    questions.write_text(questions.read_text().replace("Globex revenue?", "Globex revenue? "))
-    script = [
-        {"answer": "Net sales were 12,345 [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"answer": "Globex revenue was 98,765 [1].", "sources": [1]},
-        {"supported": "yes"},
-    ]
-    cache = tmp_path / "cache"
+    mini = DevSet("mini", dataset / "questions.csv", dataset / "docs", "figures")
+    script = [{"answer": "Net sales were 12,345 [1]."}, {"answer": "Globex revenue was 98,765 [1]."}]
     model = DummyLM(script, adapter=dspy.JSONAdapter())
-    bench_answers(
-        dataset,
-        load_settings(),
-        cache_dir=cache,
-        questions_file="questions.csv",
-        systems=("agent",),
-        lm=model,
+    bench_dev_sets(
+        load_settings(), [mini], systems=("agent",), lm=model, cache_dir=tmp_path / "cache", out=tmp_path
     )
-    rows = [json.loads(line) for line in (tmp_path / "bench-results" / "answers_mini.jsonl").open()]
-    replayed_rows = tmp_path / "replayed.jsonl"
-    report = replay_run(
-        dataset,
-        rows,
-        load_settings(),
-        cache_dir=cache,
-        questions_file="questions.csv",
-        rows_file=replayed_rows,
-    )
-    assert report["compared"] == 2
-    assert (
-        report["replayed"]["figure_recall_in_answer_text"] == report["as_run"]["figure_recall_in_answer_text"]
-    )
-    replayed = {row["question"]: row for row in map(json.loads, replayed_rows.open())}
-    assert all(replayed[row["question"]]["answer"] == row["answer"] for row in rows), (
-        "same code, same answers"
-    )
-
-    # A first draft the run's checks refused would pass here: it is replayed, not compared.
-    rows[1]["steps"] = [*rows[1]["steps"], "generate"]
-    rows[1]["drafts"][0] = "Globex revenue was 55,555 [1]."  # a figure no passage states
-    report = replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")
-    assert report["questions"] == 2 and report["compared"] == 1
-
-    rows[1]["drafts"] = []  # the model was never asked (no passage found, the LLM down)
-    assert (
-        replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")[
-            "questions"
-        ]
-        == 1
-    )
-    del rows[0]["drafts"]
-    with pytest.raises(InvalidRequestError, match="no drafts"):
-        replay_run(dataset, rows, load_settings(), cache_dir=cache, questions_file="questions.csv")
-
-
-def test_a_run_replayed_as_run_gives_its_answers_after_failed_checks_too(tmp_path, monkeypatch):
-    import dspy
-    from dspy.utils import DummyLM
-
-    from evaluation.benchmarks.answers import bench_answers
-    from evaluation.benchmarks.replay import replay_run
-    from server.settings import load_settings
-
-    monkeypatch.chdir(tmp_path)
-    dataset = write_dataset(tmp_path / "mini")
-    script = [  # each question's first draft is refused by the grounding check
-        {"answer": "Net sales were 12,345 [1].", "sources": [1]},
-        {"supported": "no"},
-        {"answer": "Acme's net sales were 12,345 [1].", "sources": [1]},
-        {"supported": "yes"},
-        {"answer": "Globex's revenue totalled 98,765 [1].", "sources": [1]},
-        {"supported": "no"},
-        {"answer": "Yes, Globex reported revenue [1].", "sources": [1]},  # says nothing: no check
-    ]
-    cache = tmp_path / "cache"
-    model = DummyLM(script, adapter=dspy.JSONAdapter())
-    run = {"cache_dir": cache, "questions_file": "questions.csv", "systems": ("agent",), "lm": model}
-    bench_answers(dataset, load_settings(), **run)
-    rows = [json.loads(line) for line in (tmp_path / "bench-results" / "answers_mini.jsonl").open()]
-    assert [row["outcome"] for row in rows] == ["answered", "unverified"]
-
-    replayed_rows = tmp_path / "replayed.jsonl"
-    options = {"cache_dir": cache, "questions_file": "questions.csv", "rows_file": replayed_rows}
-    first_drafts = replay_run(dataset, rows, load_settings(), **options)
-    assert first_drafts["compared"] == 0, "no first draft passed in the run"
-    replayed = [json.loads(line) for line in replayed_rows.open()]
-    assert replayed[0]["answer"] != rows[0]["answer"], "the first draft, passed"
-
-    as_run = replay_run(dataset, rows, load_settings(), as_run=True, **options)
-    assert as_run["compared"] == 2 and as_run["replayed"]["outcomes"] == {"answered": 1, "unverified": 1}
-    replayed = [json.loads(line) for line in replayed_rows.open()]
-    assert [row["answer"] for row in replayed] == [row["answer"] for row in rows], "every answer as run"
+    run = [json.loads(line) for line in (tmp_path / "answers_mini.jsonl").read_text().splitlines()]
+    replayed = replay_rows(run, load_settings(), cache_dir=tmp_path / "cache", sets=[mini])
+    assert [r["answer"] for r in replayed] == [r["answer"] for r in run], "today's code, the run's drafts"
+    assert [r["whole"] for r in replayed] == [r["whole"] for r in run]

@@ -97,7 +97,7 @@ async def test_ask_matches_the_cli_and_reports_each_step_as_progress(service, se
     assert answer["outcome"] == "answered" and "[1]" in answer["answer"]
     assert [v for v, _ in progress] == list(range(1, len(progress) + 1))
     messages = [m for _, m in progress]
-    assert messages[0] == "received" and "generate" in messages and "supported: yes" in messages
+    assert messages[0] == "received" and "generate" in messages and "supported: code" in messages
     evidence = next(m for m in messages if m and m.startswith(EVIDENCE_HEADING))
     assert "15 April" in evidence and messages.index(evidence) < messages.index("generate"), "evidence first"
     writing = [m for m in messages if m and m.startswith("writing: ")]
@@ -113,8 +113,8 @@ async def test_ask_matches_the_cli_and_reports_each_step_as_progress(service, se
 
 
 async def test_ask_trace_shows_every_step_of_the_card_on_a_first_question(settings, capsys):
-    """`docfinder ask --trace` with an LLM server: understood (rephrased), classified, retrieved
-    with its search stages (rerank among them), generated and checked twice."""
+    """`docfinder ask --trace` with an LLM server: classified, retrieved with its search stages
+    (rerank among them), the evidence shown, generated once and checked by code."""
     assert await asyncio.to_thread(cli_main, ["ask", QUESTION, "--trace"]) == 0
     captured = capsys.readouterr()
     printed = captured.out
@@ -124,22 +124,19 @@ async def test_ask_trace_shows_every_step_of_the_card_on_a_first_question(settin
     traced = printed[printed.index("\ntrace") :]
     steps = [line.split()[0] for line in traced.splitlines()[1:] if line.startswith("  ") and line.split()]
     for step in (
-        "review_query",
         "classify_query",
         "retrieve",
         "rerank",
         "fuse",
+        "evidence",
         "generate",
+        "compose",
         "supported",
         "useful",
     ):
         assert step in steps, f"{step} is not in the trace:\n{traced}"
-    assert (
-        steps.index("review_query")
-        < steps.index("retrieve")
-        < steps.index("rerank")
-        < steps.index("generate")
-    )
+    assert steps.index("retrieve") < steps.index("rerank") < steps.index("evidence") < steps.index("generate")
+    assert steps.count("generate") == 1, "one LLM call"
     assert "no reranker configured" in " ".join(traced.split())
 
 

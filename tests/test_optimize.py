@@ -109,7 +109,7 @@ def test_an_answer_scores_by_gold_figures_gold_documents_and_faithfulness():
 
 
 def test_demos_too_long_for_the_llms_window_are_dropped():
-    agent = AnswerAgent({})
+    agent = AnswerAgent({}, max_passages=8, llm_timeout_s=30.0)
     agent.generate.demos = [dspy.Example(question="q", passages="x" * 4000, answer="a [1]")]
     agent.understand.demos = [dspy.Example(message="q", standalone_question="q", domain="general")]
     assert drop_long_demos(agent, context_tokens=4096) == {
@@ -192,11 +192,11 @@ def test_optimize_with_miprov2_proposes_instructions_and_saves_only_a_program_th
     # The last validation question was rated badly and the fake repeats itself: it scores 0.
     assert report["validation_before"]["scores"][-1] == 0.0
     assert report["saved"] and report["program"]["optimizer"] == "mipro"
-    load_program(AnswerAgent({}), out)
+    load_program(AnswerAgent({}, max_passages=8, llm_timeout_s=30.0), out)
 
 
 def test_ask_answers_with_the_compiled_program_the_setting_names(tmp_path, index, embedder):
-    agent = AnswerAgent({})
+    agent = AnswerAgent({}, max_passages=8, llm_timeout_s=30.0)
     demo = dspy.Example(
         question="Which band covers 100 GHz?",
         passages="[1] Instrument Guide\nBand 3 covers 84-116 GHz.",
@@ -243,7 +243,7 @@ def test_a_program_file_that_does_not_fit_the_agent_fails_at_start(tmp_path, ind
         asyncio.run(start())
     (tmp_path / "broken.json").write_text("{not json")
     with pytest.raises(ConfigurationError, match="not JSON"):
-        load_program(AnswerAgent({}), tmp_path / "broken.json")
+        load_program(AnswerAgent({}, max_passages=8, llm_timeout_s=30.0), tmp_path / "broken.json")
 
 
 def docfinder(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from evaluation.benchmarks.answers import _unstated_in_answer
-from pipeline.answers import AgentAnswer
+from evaluation.benchmarks.dev_sets import Reply, unstated_in_answer
 from pipeline.context import ContextPiece, Passage
 from pipeline.extractive import compose_answer, quoted_evidence, readable_unit
 from pipeline.quotes import quote_candidates
@@ -130,10 +129,9 @@ def test_a_derived_share_counts_as_stated_only_when_its_division_is_right():
     assert derived_figures("Services / Total net sales, Q3: 21,213 / $81,797 = 25.9 % [1]") == {"25.9"}
     assert derived_figures("Services / Total net sales, Q3: 21,213 / 81,797 = 30.0 % [1]") == set()
     assert derived_figures("Services were 25.9 % of net sales [1].") == set(), "no inputs shown"
-    right = AgentAnswer(
-        "Services: 21,213 / 81,797 = 25.9 % [1]", "answered", [], {}, "q", None, [], [], ["21,213 81,797"]
-    )
-    wrong = AgentAnswer(
-        "Services: 21,213 / 81,797 = 26.9 % [1]", "answered", [], {}, "q", None, [], [], ["21,213 81,797"]
-    )
-    assert _unstated_in_answer(right) == set() and _unstated_in_answer(wrong) == {"26.9"}
+
+    def reply(text: str) -> Reply:
+        return Reply(text, [], ["21,213 81,797"], [], 1.0, None, 1, "answered", [])
+
+    assert unstated_in_answer(reply("Services: 21,213 / 81,797 = 25.9 % [1]")) == set()
+    assert unstated_in_answer(reply("Services: 21,213 / 81,797 = 26.9 % [1]")) == {"26.9"}

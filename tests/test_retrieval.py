@@ -180,11 +180,17 @@ def test_service_uses_the_configured_reranker_with_the_reference_formula(index_d
 def test_service_rejects_unknown_domains_modes_and_reranker_folders(index_dir, tmp_path):
     domains = {"alma": {"description": "the telescope", "collections": {"handbook": 2.0}}}
     settings = load_settings(index__dir=index_dir, domains=domains)
+    unrouted = load_settings(index__dir=index_dir, domains=domains, retrieval__routing_temperature=0)
 
     async def run():
-        async with open_service(settings) as service:
+        async with open_service(unrouted) as service:
             boosted = await service.search("deadline", domain="alma", k=3)
             assert boosted.trace[-2]["boosts"] == {"handbook": 2.0}
+        async with open_service(settings) as service:
+            routed = await service.search("deadline", domain="alma", k=3)
+            route = routed.trace[0]["route"]  # the collections' routing weights, times the domain's
+            assert set(route) == {"handbook", "ops"} and max(route.values()) <= 2.0
+            assert routed.trace[-2]["boosts"] == route
             with pytest.raises(InvalidRequestError, match="unknown domain 'nope'"):
                 await service.search("deadline", domain="nope")
             with pytest.raises(InvalidRequestError, match="unknown search mode"):

@@ -116,12 +116,11 @@ async def test_a_mention_gets_a_placeholder_progress_then_the_answer_in_its_thre
     blocks = updates[-1]["blocks"]
     blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
     assert blocks[0]["type"] == "section" and "[1]" in blocks[0]["text"]["text"]
-    assert (
-        "“Proposals are submitted through the Observing Tool before the deadline on 15 April.” [1]"
-        in (blocks[0]["text"]["text"])
-    ), "the answer quotes the document's words"
     evidence = blocks[1]["text"]["text"]
-    assert evidence.startswith("> [") and "“" not in evidence, "more evidence, verbatim"
+    assert evidence.startswith("> [") and "“" not in evidence, "the evidence under the answer, verbatim"
+    assert (
+        "Proposals are submitted through the Observing Tool before the deadline on 15 April." in evidence
+    ), "the document's own words"
     sources = blocks[2]["elements"][0]["text"]
     assert sources.startswith("[1] ") and "Proposal preparation" in sources
     assert "file://" not in sources and "/tmp" not in json.dumps(blocks), "no server paths in chat"

@@ -65,6 +65,7 @@ from pipeline.answers import AgentAnswer
 from pipeline.citations import cited_numbers
 from pipeline.context import Passage
 from pipeline.figures import all_numbers, figures, stated_figures
+from pipeline.ratios import derived_figures
 from programs.agent import number_passages
 from server.service import open_service
 from server.settings import Settings
@@ -301,6 +302,7 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
         "context_chars": sum(len(c) for c in reply.context),
         "gold_cited": question.gold_found(reply.sources) if question.answerable else None,
         "refused": says_not_answered(own),
+        "unstated_figures": sorted(unstated_in_answer(reply)),
         "seconds": round(reply.seconds, 3),
         "first_evidence_s": round(reply.first_evidence_s, 3) if reply.first_evidence_s is not None else None,
         "llm_calls": reply.llm_calls,
@@ -309,6 +311,15 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
         "drafts": [e["answer"] for e in reply.trace if e.get("step") == "generate"],
         "dropped": [d for e in reply.trace if e.get("step") == "compose" for d in e["dropped"]],
     }
+
+
+def unstated_in_answer(reply: Reply) -> set[str]:
+    """Figures of an answered reply's text that no passage it was written from states, nor a
+    share code derived with its inputs shown: a verified answer should have none."""
+    if reply.outcome != "answered":
+        return set()
+    wanted = figures(reply.text) - derived_figures(reply.text)
+    return wanted - stated_figures(wanted, all_numbers("\n".join(reply.context)))
 
 
 def summarise(rows: Sequence[dict[str, Any]], probes: dict[str, bool] | None = None) -> dict[str, Any]:
@@ -363,6 +374,7 @@ def _measures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "gold_cited": round(sum(cited) / len(cited), 4) if cited else None,
         "unanswerable_refused": [sum(r["refused"] for r in unanswerable), len(unanswerable)],
         "answerable_refused": [sum(r["refused"] for r in answerable), len(answerable)],
+        "verified_with_unstated_figure": sum(bool(r.get("unstated_figures")) for r in rows),
         "outcomes": {o: sum(r["outcome"] == o for r in rows) for o in sorted({r["outcome"] for r in rows})},
         "reply_chars_p50": statistics.median(r["reply_chars"] for r in rows),
         "context_chars_p50": statistics.median(r["context_chars"] for r in rows),
@@ -442,6 +454,11 @@ def summarise_files(paths: Sequence[Path]) -> dict[str, Any]:
                 row = json.loads(line)
                 rows[(row["set"], row["system"], row["row"])] = row
     return summarise(list(rows.values()))
+
+
+def bench_dev_sets_of(settings: Settings, *names: str) -> dict[str, Any]:
+    """:func:`bench_dev_sets` on the named sets only, both halves."""
+    return bench_dev_sets(settings, [s for s in dev_sets() if s.name in names])
 
 
 def from_environment(settings: Settings) -> dict[str, Any]:

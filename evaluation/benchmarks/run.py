@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.benchmarks import DATA
-from evaluation.benchmarks.answers import bench_answers
+from evaluation.benchmarks.dev_sets import bench_dev_sets_of
 from evaluation.benchmarks.dev_sets import from_environment as bench_dev_sets
 from evaluation.benchmarks.embedded_llm import bench_embedded_llm
 from evaluation.benchmarks.hardening import bench_hardening
@@ -50,18 +50,10 @@ PARTS: dict[str, tuple[str | None, str, Callable[[], Any]]] = {
         "context_techdocs",
         lambda: evaluate_context(DATA / "techdocs", load_settings(), budgets=(1300, 2000)),
     ),
-    "agent": ("sec10q", "answers_sec10q", lambda: bench_answers(DATA / "sec10q", load_settings())),
-    "manual-qa": (
-        "manual-qa",
-        "answers_manual_qa",
-        lambda: bench_answers(DATA / "manual-qa", load_settings()),
-    ),
     "unanswerable-probe": (
         "pdf-samples",
         "answers_unanswerable_probe",
-        lambda: bench_answers(
-            PROBES, load_settings(), questions_file="unanswerable.csv", docs=DATA / "pdf-samples"
-        ),
+        lambda: bench_dev_sets_of(load_settings(), "probe"),
     ),
     "context-manual-qa": (
         "manual-qa",
@@ -84,8 +76,6 @@ DATA_LABELS: dict[str, str] = {
     "load": "synthetic requests against a fake LLM",
     "hardening": "synthetic hostile files and bodies",
     "llm": "one fixed prompt (the embedded model's speed)",
-    "agent": "SEC 10-Q dev; the evidence weights were tuned on these questions, the answers' composition not",
-    "manual-qa": "manual-qa dev (20 questions); evidence.document_floor was chosen on them",
     "unanswerable-probe": "probe: 6 unanswerable questions of our own over the sample PDFs"
     " (evaluation/probes); written after the dev work, nothing tuned on them",
     "context-manual-qa": "manual-qa dev (20 questions); evidence.document_floor was chosen on them",

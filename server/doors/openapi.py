@@ -45,7 +45,13 @@ _ERRORS = {
         **_json(_ERROR),
     },
     "404": {"description": "an unknown id (or another caller's conversation)", **_json(_ERROR)},
+    "408": {"description": "the request body did not arrive in time", **_json(_ERROR)},
     "413": {"description": "request body too large"},
+    "415": {"description": "a body that is not sent as application/json", **_json(_ERROR)},
+    "421": {
+        "description": "a server without API keys asked under another name than its loopback names",
+        **_json(_ERROR),
+    },
     "503": {
         "description": "the LLM, the index, the database or the search queue is unavailable right now; "
         "retry after the Retry-After seconds",
