@@ -18,7 +18,7 @@ from pipeline.steps import Step
 
 STEP_TEXT: dict[Step, str] = {
     Step.RECEIVED: "Looking through the documentation…",
-    Step.QUEUED: "Many questions right now; yours is next in line…",
+    Step.QUEUED: "The language model is answering other questions; yours is next in line…",
     Step.CONDENSE: "Reading the conversation so far…",
     Step.CLASSIFY_QUERY: "Working out what the question is about…",
     Step.REVIEW_QUERY: "Working out what the question is about…",

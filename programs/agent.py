@@ -29,6 +29,7 @@ so the module knows nothing of indexes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -212,10 +213,15 @@ class AnswerAgent(dspy.Module):
         on_status: StatusSink | None = None,
         sparse_available: bool = True,
         on_token: TokenSink | None = None,
+        slot: asyncio.Semaphore | None = None,
     ) -> AgentAnswer:
+        """The answer to ``message``. ``slot`` is the LLM's admission: the evidence is found and
+        shown whatever the LLM is doing, and its calls wait there (the trace says queued)."""
         from programs.question_run import QuestionRun
 
-        run = QuestionRun(self, retrieve, on_status, LLMCalls(self.llm_timeout_s, on_token))
+        llm = LLMCalls(self.llm_timeout_s, on_token, slot)
+        run = QuestionRun(self, retrieve, on_status, llm)
+        llm.on_wait = lambda: run.step(Step.QUEUED, reason="the language model is answering other questions")
         try:
             return await run.answer(message, history, sparse_available)
         except LLMUnavailableError as exc:

@@ -9,7 +9,9 @@ step of the trace), and streams one output field of a call to a token sink as it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import dspy
@@ -25,9 +27,19 @@ log = logging.getLogger(__name__)
 class LLMCalls:
     """The LLM calls of one question (see the module docstring)."""
 
-    def __init__(self, timeout_s: float, on_token: TokenSink | None = None) -> None:
+    def __init__(
+        self,
+        timeout_s: float,
+        on_token: TokenSink | None = None,
+        slot: asyncio.Semaphore | None = None,
+        on_wait: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.timeout_s = timeout_s
         self.on_token = on_token
+        # The LLM's admission: beyond the questions the service lets it serve at once, a call waits
+        # here (``on_wait`` says so once), and the timeout measures the LLM, not the queue before it.
+        self.slot = slot
+        self.on_wait = on_wait
         self.made = 0
         self.drafts = 0  # drafts streamed, each numbered so that a door replaces the one before
         self.streamed = False  # whether any draft's text reached the token sink
@@ -68,7 +80,16 @@ class LLMCalls:
         # closes its connection and the server stops writing, where a plain request runs to its
         # end and keeps a one-slot embedded server busy for the questions after it.
         sink = self.on_token if stream is not None else None
-        reply = self._streaming(predictor, stream, sink, inputs, raw if raw is not None else [], continues)
+        if self.slot is not None and self.slot.locked() and self.on_wait is not None:
+            await self.on_wait()
+            self.on_wait = None  # said once a question
+        async with self.slot if self.slot is not None else contextlib.nullcontext():
+            return await self._timed(
+                self._streaming(predictor, stream, sink, inputs, raw if raw is not None else [], continues)
+            )
+
+    async def _timed(self, reply: Awaitable[dspy.Prediction]) -> tuple[dspy.Prediction, dict[str, int]]:
+        """``reply`` within the timeout, its errors turned into docfinder's, with its tokens."""
         try:
             with dspy.track_usage() as usage:  # this call's tokens only (a contextvar: safe per task)
                 prediction = await asyncio.wait_for(reply, timeout=self.timeout_s)

@@ -1152,3 +1152,31 @@ def test_escape_sequences_in_a_documents_text_never_reach_the_terminal(tmp_path,
         assert b"\x1b" not in said and b"\x07" not in said, command[0]
         if command[0] != "ingest":
             assert b"six months" in said, command[0]
+
+
+# Round three, 6. A client's narrower key continued its wider key's conversation, and the LLM read
+# the out-of-scope answer as history.
+
+
+async def test_a_narrower_key_continuing_a_conversation_never_shows_the_llm_the_wider_answers(server, llm):
+    from server.stores.keys import KeyStore
+    from server.stores.opening import open_configured_database
+
+    client, service = await server()
+    settings = service.settings
+    store = KeyStore(open_configured_database(settings, settings.access.api_keys_path))
+    _, wide = store.create("portal", ["ask"])
+    _, narrow = store.create("portal", ["ask"], ["handbook"])
+    store.database.close()
+    first = await (
+        await client.post(
+            "/v1/ask", json={"question": "What is the director's salary?"}, headers=bearer(wide)
+        )
+    ).json()
+    assert "212,345" in json.dumps(first), "the wide key reads the private collection"
+    asked = len(llm.prompts)
+    follow_up = {"question": "And is it paid monthly?", "conversation_id": first["conversation_id"]}
+    second = await client.post("/v1/ask", json=follow_up, headers=bearer(narrow))
+    assert second.status == 200, "the client's other key continues its conversation"
+    assert "212,345" not in await second.text()
+    assert not any("212,345" in prompt for prompt in llm.prompts[asked:]), "no earlier answer in the prompt"

@@ -186,50 +186,49 @@ class Asker:
         import dspy
 
         await self.llm.get()
-        if self._slots.locked() and status is not None:
-            await status({"step": Step.QUEUED, "t": round(time.perf_counter() - started, 3)})
-        # Admission control: beyond this many questions at once, the rest wait here, so that the
-        # LLM timeout measures the LLM, not a queue inside docfinder.
-        async with self._slots:
-            # DSPy also keeps a trace of every prediction (10,000 by default) for its optimisers.
-            if trace is None and self.llm_history:
-                trace = []
-            attempt = 1
-            while True:
-                lm = await self.llm.get()  # waits while a crashed server restarts
-                server = self.llm.server
-                crashes = len(server.crashes) if server is not None else 0
-                with dspy.context(
-                    lm=lm, adapter=self.llm.adapter, disable_history=not self.llm_history, trace=trace
-                ):
-                    answer = await (agent or self.agent).acall(
-                        admitted.question,
-                        retrieve,
-                        history=admitted.history,
-                        on_status=status,
-                        sparse_available=sparse_available,
-                        on_token=on_token,
-                    )
-                self.llm.observe(answer)
-                if answer.outcome != "llm_unavailable" or server is None:
-                    return answer
-                # The embedded model's server died under this question: answer it again once it is back.
-                crash = await server.next_crash(seen=crashes, timeout_s=2)
-                if crash is None:
-                    return answer  # unavailable for another reason (a timeout): nothing to wait for
-                if attempt == CRASH_LOOP_CRASHES:
-                    await server.ready()  # given up by now, most likely: that error says why
-                    return answer
-                attempt += 1
-                if status is not None:
-                    await status(
-                        {
-                            "step": Step.LLM_RESTARTED,
-                            "t": round(time.perf_counter() - started, 3),
-                            "error": f"the embedded model server crashed ({crash.describe()}); "
-                            "restarting it and answering again",
-                        }
-                    )
+        # DSPy also keeps a trace of every prediction (10,000 by default) for its optimisers.
+        if trace is None and self.llm_history:
+            trace = []
+        attempt = 1
+        while True:
+            lm = await self.llm.get()  # waits while a crashed server restarts
+            server = self.llm.server
+            crashes = len(server.crashes) if server is not None else 0
+            with dspy.context(
+                lm=lm, adapter=self.llm.adapter, disable_history=not self.llm_history, trace=trace
+            ):
+                # Admission control is the LLM's: beyond serving.max_concurrent_asks questions its
+                # calls wait (the evidence is found and shown meanwhile), so that the LLM timeout
+                # measures the LLM, not a queue inside docfinder.
+                answer = await (agent or self.agent).acall(
+                    admitted.question,
+                    retrieve,
+                    history=admitted.history,
+                    on_status=status,
+                    sparse_available=sparse_available,
+                    on_token=on_token,
+                    slot=self._slots,
+                )
+            self.llm.observe(answer)
+            if answer.outcome != "llm_unavailable" or server is None:
+                return answer
+            # The embedded model's server died under this question: answer it again once it is back.
+            crash = await server.next_crash(seen=crashes, timeout_s=2)
+            if crash is None:
+                return answer  # unavailable for another reason (a timeout): nothing to wait for
+            if attempt == CRASH_LOOP_CRASHES:
+                await server.ready()  # given up by now, most likely: that error says why
+                return answer
+            attempt += 1
+            if status is not None:
+                await status(
+                    {
+                        "step": Step.LLM_RESTARTED,
+                        "t": round(time.perf_counter() - started, 3),
+                        "error": f"the embedded model server crashed ({crash.describe()}); "
+                        "restarting it and answering again",
+                    }
+                )
 
     def _retriever(self, snapshot: IndexSnapshot, collections: list[str] | None) -> Retriever:
         """The agent's retrieval for one question: hybrid search with the agent's context, on one
