@@ -9,6 +9,8 @@
 3. Fuzzing: schemathesis generates requests from ``/openapi.json`` for every operation; the
    number of 5xx answers must be 0.
 4. Ingest bomb and 5. hostile bodies on every route: see :mod:`evaluation.benchmarks.hostile`.
+6. Round three's attacks (collection scope, a keyless server, LLM errors, a runaway generation,
+   a silent token endpoint): see :mod:`evaluation.benchmarks.round_three`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import aiohttp
 from evaluation.benchmarks import REPO
 from evaluation.benchmarks.hostile import bench_hostile, bench_ingest_bomb
 from evaluation.benchmarks.load_fault import server_env, start_server
+from evaluation.benchmarks.round_three import bench_round_three
 from evaluation.doubles.fake_llm import FakeLLMServer
 from evaluation.retrieval import percentile
 from server.core.ingest import run_ingest
@@ -62,12 +65,14 @@ def bench_hardening(settings: Settings) -> dict[str, Any]:
             hostile = asyncio.run(bench_hostile(env))
         plain = {k: v for k, v in os.environ.items() if not k.startswith("DOCFINDER_")}
         bomb = bench_ingest_bomb(work, plain)
+        round_three = bench_round_three(settings, work, corpus)
     return {
         "memory": memory,
         "health_under_search_flood": health,
         "fuzzing": fuzz,
         "hostile_bodies": hostile,
         "ingest_bomb": bomb,
+        "round_three": round_three,
     }
 
 
