@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from evaluation.cli_output import print_answers_summary, print_context_report, print_eval_report
 from evaluation.extra import require
-from pipeline.retrieval import SEARCH_MODES
+from pipeline.retrieval.search import SEARCH_MODES
 from server.doors.cli_output import RichIngestProgress
 from server.settings import Settings
 

@@ -40,9 +40,9 @@ from typing import Any
 from evaluation.answers import collection_folders
 from evaluation.questions import Question, corpus_name, dataset_docs, load_questions, phrases_found
 from index_build.builder import IngestProgress, NoProgress
-from pipeline.context import ContextConfig
-from pipeline.conversation import search_query
 from pipeline.figures import all_numbers, figures, stated_figures
+from pipeline.retrieval.context import ContextConfig
+from pipeline.retrieval.conversation import search_query
 from server.core.ingest import run_ingest
 from server.service import open_service
 from server.settings import Settings

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import dspy
 
 from pipeline.citations import marked_numbers, marker, strip_markers
-from pipeline.ordering import split_sentences
+from pipeline.retrieval.ordering import split_sentences
 
 Verdict = Literal["yes", "no"]
 _MIN_STATEMENT_CHARS = 12  # shorter pieces ("Yes.", a bare citation) are not claims

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.answering.extractive import says_documents_do_not_answer
 from pipeline.errors import ConfigurationError
-from pipeline.extractive import says_documents_do_not_answer
 
 _FOLDED = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "‑": "-", "\u00a0": " "})
 _SPACE = re.compile(r"\s+")
@@ -155,6 +155,7 @@ def says_not_answered(answer: str) -> bool:
 
     One rule for every system compared (the agent and the plain baseline alike), read from the
     text the user sees, not from an outcome code only one of them has: the rule the agent
-    itself uses to recognise its model's refusal (:func:`pipeline.extractive.says_documents_do_not_answer`).
+    itself uses to recognise its model's refusal
+    (:func:`pipeline.answering.extractive.says_documents_do_not_answer`).
     """
     return says_documents_do_not_answer(answer)

@@ -27,11 +27,11 @@ from evaluation.beir import BeirDataset, index_corpus, load_split
 from evaluation.extra import require
 from index_build.builder import IngestProgress, NoProgress
 from index_build.snapshot import IndexSnapshot
-from pipeline.abbreviations import abbreviation_glossary
-from pipeline.expansion import Glossary, expand, load_glossary
-from pipeline.fusion import BranchHit, fuse
 from pipeline.protocols import Embedder
-from pipeline.retrieval import Reranker, RetrievalConfig, SearchRequest, retrieve
+from pipeline.retrieval.abbreviations import abbreviation_glossary
+from pipeline.retrieval.expansion import Glossary, expand, load_glossary
+from pipeline.retrieval.fusion import BranchHit, fuse
+from pipeline.retrieval.search import Reranker, RetrievalConfig, SearchRequest, retrieve
 from pipeline.text import analyze
 from server.models.factories import make_embedder
 from server.models.reranker import CrossEncoderReranker

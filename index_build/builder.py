@@ -56,7 +56,7 @@ from index_build.version import (
 )
 from pipeline.errors import ConfigurationError, DocumentError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder, Tokenizer
-from pipeline.sparse import DEFAULT_THRESHOLD
+from pipeline.retrieval.sparse import DEFAULT_THRESHOLD
 from pipeline.types import (
     MODEL_TEXT_VERSION,
     Chunk,

@@ -19,9 +19,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from index_build.document import Block, ParsedDocument
-from pipeline.ordering import split_sentences
 from pipeline.protocols import Tokenizer
 from pipeline.registry import Registry
+from pipeline.retrieval.ordering import split_sentences
 from pipeline.types import Chunk, passage_text
 
 

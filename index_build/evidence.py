@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from index_build.chunking import Piece
 from index_build.document import ParsedDocument
-from pipeline.ordering import is_list_item, split_sentences
+from pipeline.retrieval.ordering import is_list_item, split_sentences
 from pipeline.types import Chunk, EvidenceUnit
 
 _VALUE = re.compile(r"^[($]*\s*[-+]?\$?\s*\d[\d,]*(?:\.\d+)?\s*\)?\s*%?\)?\s*\$?$|^[—–-]+$")

@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 
 from index_build.document import ParsedDocument
-from pipeline.documents import DocumentMeta
-from pipeline.periods import Period, periods_in, versions_in
+from pipeline.retrieval.documents import DocumentMeta
+from pipeline.retrieval.periods import Period, periods_in, versions_in
 
 OPENING_PAGES = 2
 _MAX_NAME_WORDS = 8

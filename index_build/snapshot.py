@@ -25,9 +25,9 @@ from index_build.version import (
     read_sparse,
     verify_checksums,
 )
-from pipeline.documents import DocumentMeta
 from pipeline.errors import IndexCorruptError, NotFoundError, UnknownCollectionError
-from pipeline.sparse import SparseSet, rank_sparse
+from pipeline.retrieval.documents import DocumentMeta
+from pipeline.retrieval.sparse import SparseSet, rank_sparse
 from pipeline.types import Chunk, EvidenceUnit
 
 # Decoded records kept per collection: every chunk and unit of a few thousand pages, the
@@ -124,7 +124,7 @@ class CollectionIndex:
         return np.asarray(self.bm25_units.get_scores_from_ids(ids)[start:stop], dtype=np.float32)
 
     def sparse_top(self, vector: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
-        """The ``k`` sparse-information chunks closest to the query (see :mod:`pipeline.sparse`)."""
+        """The ``k`` sparse-information chunks closest to the query (see :mod:`pipeline.retrieval.sparse`)."""
         return [
             (self.chunks[row], score) for row, score in rank_sparse(vector, self.embeddings, self.sparse, k)
         ]

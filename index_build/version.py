@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from index_build.records import chunk_to_json, id_hashes, write_records
 from index_build.sources import file_sha256
-from pipeline.documents import DocumentMeta
 from pipeline.errors import IndexCorruptError
-from pipeline.sparse import DEFAULT_THRESHOLD, SparseSet, find_sparse
+from pipeline.retrieval.documents import DocumentMeta
+from pipeline.retrieval.sparse import DEFAULT_THRESHOLD, SparseSet, find_sparse
 from pipeline.text import analyze_many
 from pipeline.types import Chunk, EvidenceUnit, passage_text, unit_search_text
 

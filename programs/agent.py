@@ -12,7 +12,7 @@ understand (by code: a follow-up is searched with the user's previous question; 
   → generate (the one call: a short, specific answer citing [n], the conversation in view)
   → cite_figures (a figure taken from a passage the answer does not cite gets its citation)
   → compose (code keeps the sentences it can trace to the evidence and picks at most three
-     quotes that answer, :mod:`pipeline.extractive`; "the documents do not say" ends here,
+     quotes that answer, :mod:`pipeline.answering.extractive`; "the documents do not say" ends here,
      with the nearest evidence) → supported, useful (code's verdicts; the LLM is asked too
      only with ``agent.llm_checks``)
   → (a draft fails: the sparse-information fallback, else transform_query, and a second
@@ -37,15 +37,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import dspy
 
-from pipeline.answer_rules import AnswerRules
+from pipeline.answering.answer_rules import AnswerRules
+from pipeline.answering.extractive import answering_quotes
+from pipeline.answering.quotes import QuoteCandidate
 from pipeline.answers import AgentAnswer, Citation, Quote, StatusSink, TokenSink
 from pipeline.citations import MARKERS_AFTER, citation_link, cited_numbers, marker
-from pipeline.context import Passage, Retrieved
-from pipeline.conversation import user_questions
-from pipeline.domains import DomainChoice
 from pipeline.errors import LLMUnavailableError
-from pipeline.extractive import answering_quotes
-from pipeline.quotes import QuoteCandidate
+from pipeline.retrieval.context import Passage, Retrieved
+from pipeline.retrieval.conversation import user_questions
+from pipeline.retrieval.domains import DomainChoice
 from pipeline.steps import Step
 from programs.agent_settings import AgentSettings
 from programs.llm_calls import LLMCalls
@@ -189,7 +189,7 @@ class AnswerAgent(dspy.Module):
         """``max_passages`` caps the passages a retrieval keeps; ``llm_timeout_s`` bounds one LLM
         call. With ``classify``, every question is placed in a domain by that classifier (the
         nearest domain by embedding); else, with ``settings.understand`` = llm, by the LLM.
-        ``rules`` are the answer rule packs in use (:mod:`pipeline.answer_rules`)."""
+        ``rules`` are the answer rule packs in use (:mod:`pipeline.answering.answer_rules`)."""
         super().__init__()
         self.domains = domains
         self.classify = classify

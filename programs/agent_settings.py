@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.answer_rules import RULE_PACKS
+from pipeline.answering.answer_rules import RULE_PACKS
 
 
 class AgentSettings(BaseModel):
@@ -77,7 +77,7 @@ class AgentSettings(BaseModel):
     )
     rule_packs: list[str] = Field(
         default_factory=list,
-        description="Answer rule packs for particular documents (pipeline/rule_packs), e.g. "
+        description="Answer rule packs for particular documents (pipeline/answering/rule_packs), e.g. "
         "reporting-periods (figures in tables by period: the right column, the row the question names, "
         "shares divided by code); none by default: measured on the three dev sets at once, they help "
         "quarterly filings and nothing else.",

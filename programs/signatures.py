@@ -2,11 +2,11 @@
 
 They are kept short: the embedded model reads 60 to 150 prompt tokens per second on two
 cores, so every word here costs time on every question. ``Generate`` is the one call of a
-question's common path; the checks of its answer are code (:mod:`pipeline.extractive`). With a
+question's common path; the checks of its answer are code (:mod:`pipeline.answering.extractive`). With a
 server LLM the agent may also ask ``Supported`` (as the next turn of the generate call's
 conversation, :mod:`programs.continuation`, so the evidence is not read twice) and ``Useful``;
 ``Understand`` condenses a conversation and rephrases a question when the settings ask for an
-LLM to do it (by default code does: :mod:`pipeline.conversation`).
+LLM to do it (by default code does: :mod:`pipeline.retrieval.conversation`).
 """
 
 from __future__ import annotations

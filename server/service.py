@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from pipeline.protocols import Embedder
-from pipeline.retrieval import Reranker
+from pipeline.retrieval.search import Reranker
 from server.core import status
 from server.core.parts import compose
 from server.runtime.supervised_server import SupervisedServer

@@ -8,10 +8,15 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from pipeline.context import Retrieved, whole_passages
-from pipeline.domains import DomainChoice
-from pipeline.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, QUOTE_LIMIT, says_documents_do_not_answer
-from pipeline.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.answering.extractive import (
+    DOCUMENTS_SAY,
+    NOT_IN_DOCUMENTS,
+    QUOTE_LIMIT,
+    says_documents_do_not_answer,
+)
+from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.retrieval.context import Retrieved, whole_passages
+from pipeline.retrieval.domains import DomainChoice
 from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit
 from pipeline.wording import STEP_TEXT, status_text

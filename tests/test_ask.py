@@ -13,7 +13,7 @@ from dspy.utils import DummyLM
 from index_build.builder import ingest
 from pipeline.answers import Caller
 from pipeline.errors import ConfigurationError, InvalidRequestError
-from pipeline.retrieval import MAX_SEARCH_K
+from pipeline.retrieval.search import MAX_SEARCH_K
 from programs.agent import LLM_UNAVAILABLE
 from server.service import open_service
 from server.settings import load_settings

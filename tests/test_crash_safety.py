@@ -11,7 +11,7 @@ from pathlib import Path
 
 from index_build.layout import BUILDING_PREFIX, VERSIONS, live_version_id
 from index_build.snapshot import open_live
-from pipeline.retrieval import SearchRequest, retrieve
+from pipeline.retrieval.search import SearchRequest, retrieve
 from tests.conftest import REPO
 from tests.samples import write_text_pdf
 

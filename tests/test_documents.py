@@ -6,8 +6,8 @@ from pathlib import Path
 
 from index_build.document import Block, ParsedDocument
 from index_build.metadata import describe
-from pipeline.documents import DocumentMeta, recency_of, resolve_scope
-from pipeline.periods import Period, periods_in, versions_in
+from pipeline.retrieval.documents import DocumentMeta, recency_of, resolve_scope
+from pipeline.retrieval.periods import Period, periods_in, versions_in
 
 
 def test_periods_in_the_forms_people_write_them():

@@ -11,7 +11,7 @@ from dspy.utils import DummyLM
 from index_build.builder import ingest
 from index_build.snapshot import open_live
 from pipeline.errors import ConfigurationError
-from pipeline.retrieval import SearchRequest, retrieve
+from pipeline.retrieval.search import SearchRequest, retrieve
 from server.core.ingest import run_enriched_ingest
 from server.settings import load_settings
 from tests.samples import MARKDOWN, write_sample_corpus

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.retrieval import metrics
-from pipeline.abbreviations import abbreviation_glossary, find_abbreviations
+from pipeline.retrieval.abbreviations import abbreviation_glossary, find_abbreviations
 from server.doors.cli import main
 
 TOPICS = {

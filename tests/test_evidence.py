@@ -13,9 +13,10 @@ import pytest
 from index_build.chunking import ChunkingOptions, chunk_pieces
 from index_build.document import Block, ParsedDocument
 from index_build.evidence import analyse_table, document_units
-from pipeline.context import ContextConfig, ContextPiece, Passage, build_context
-from pipeline.documents import DocumentScope
-from pipeline.evidence import (
+from pipeline.answering.extractive import answering_quotes
+from pipeline.retrieval.context import ContextConfig, ContextPiece, Passage, build_context
+from pipeline.retrieval.documents import DocumentScope
+from pipeline.retrieval.evidence import (
     EvidenceConfig,
     EvidenceSearch,
     ScoredUnit,
@@ -27,7 +28,6 @@ from pipeline.evidence import (
     select_evidence,
     states_figures,
 )
-from pipeline.extractive import answering_quotes
 from pipeline.text import analyze
 from pipeline.types import Chunk, EvidenceUnit, SearchHit, model_text, unit_spans
 from programs.agent import quotes_of

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pipeline.errors import ConfigurationError
-from pipeline.expansion import Concept, Glossary, expand, load_glossary, parse_glossary
+from pipeline.retrieval.expansion import Concept, Glossary, expand, load_glossary, parse_glossary
 from pipeline.text import analyze
 
 GLOSSARY = Glossary.of(

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipeline.context import ContextPiece, Passage, whole_passages
-from pipeline.extractive import (
+from pipeline.answering.extractive import (
     DOCUMENTS_SAY,
     NOT_IN_DOCUMENTS,
     answer_sentences,
@@ -20,8 +19,9 @@ from pipeline.extractive import (
     readable_unit,
     says_nothing_new,
 )
-from pipeline.quotes import QuoteCandidate, excerpt
-from pipeline.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.answering.quotes import QuoteCandidate, excerpt
+from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.retrieval.context import ContextPiece, Passage, whole_passages
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 
 PACK = [ReportingPeriods()]  # the rules for tables by period, where a test is about them

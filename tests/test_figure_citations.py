@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.figure_citations import AddedCitation, cite_figure_sources
+from pipeline.answering.figure_citations import AddedCitation, cite_figure_sources
 from pipeline.wording import describe_step, status_text
 
 EVIDENCE = [

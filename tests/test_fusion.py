@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.fusion import (
+from pipeline.retrieval.fusion import (
     BranchHit,
     fuse,
     merge_variants,

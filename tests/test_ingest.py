@@ -16,7 +16,7 @@ from index_build.layout import live_version_id
 from index_build.snapshot import open_live
 from pipeline.errors import UnknownCollectionError
 from pipeline.protocols import PassageVectors
-from pipeline.retrieval import SearchRequest, retrieve
+from pipeline.retrieval.search import SearchRequest, retrieve
 from pipeline.types import unit_search_text
 from server.doors.cli import EXIT_PARTIAL, main
 from server.service import open_service

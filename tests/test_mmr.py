@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pipeline.mmr import mmr_select
+from pipeline.retrieval.mmr import mmr_select
 
 
 def unit(*values):

@@ -16,9 +16,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 NEW_STRATEGIES = {
     "selection": (
-        "pipeline/selections/shortest.py",
+        "pipeline/retrieval/selections/shortest.py",
         """
-        from pipeline.context import SELECTIONS, choose_passages
+        from pipeline.retrieval.context import SELECTIONS, choose_passages
 
 
         @SELECTIONS.register("shortest")
@@ -35,7 +35,7 @@ NEW_STRATEGIES = {
         """,
         """
         import numpy as np
-        from pipeline.context import ContextConfig, build_context
+        from pipeline.retrieval.context import ContextConfig, build_context
         from pipeline.types import Chunk, SearchHit
 
         class Words:
@@ -56,9 +56,9 @@ NEW_STRATEGIES = {
         "['d-2', 'd-3']",
     ),
     "order": (
-        "pipeline/orderings/reverse.py",
+        "pipeline/retrieval/orderings/reverse.py",
         """
-        from pipeline.context import ORDERINGS
+        from pipeline.retrieval.context import ORDERINGS
 
 
         @ORDERINGS.register("reverse")
@@ -66,15 +66,15 @@ NEW_STRATEGIES = {
             return sorted(order.pieces, key=lambda p: p.score)
         """,
         """
-        from pipeline.context import ORDERINGS, ContextConfig
+        from pipeline.retrieval.context import ORDERINGS, ContextConfig
         print(ContextConfig(selection="topk", order="reverse").order, "reverse" in ORDERINGS.names())
         """,
         "reverse True",
     ),
     "fusion": (
-        "pipeline/fusions/bm25_only.py",
+        "pipeline/retrieval/fusions/bm25_only.py",
         """
-        from pipeline.fusion import FUSIONS
+        from pipeline.retrieval.fusion import FUSIONS
 
 
         @FUSIONS.register("bm25_only")
@@ -82,8 +82,8 @@ NEW_STRATEGIES = {
             return {hit.key: hit.score for hit in bm25}
         """,
         """
-        from pipeline.fusion import BranchHit, fuse
-        from pipeline.retrieval import RetrievalConfig
+        from pipeline.retrieval.fusion import BranchHit, fuse
+        from pipeline.retrieval.search import RetrievalConfig
         RetrievalConfig(fusion="bm25_only")
         print(fuse("bm25_only", [BranchHit("a", 2.0, 0)], [BranchHit("b", 9.0, 0)]))
         """,
@@ -141,7 +141,7 @@ def test_a_new_strategy_is_one_new_file(kind, tmp_path):
 
 
 def test_an_unknown_strategy_is_refused_naming_the_known_ones():
-    from pipeline.context import ContextConfig
+    from pipeline.retrieval.context import ContextConfig
 
     with pytest.raises(
         ValueError, match="unknown context selection 'shortest'; choose one of blend, evidence, fps, mmr"

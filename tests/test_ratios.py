@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from evaluation.benchmarks.dev_sets import Reply, unstated_in_answer
-from pipeline.context import ContextPiece, Passage
-from pipeline.extractive import compose_answer, quoted_evidence, readable_unit
-from pipeline.quotes import quote_candidates
-from pipeline.ratios import derived_figures, derived_ratio, printed_shares
-from pipeline.row_labels import first_cell
-from pipeline.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.answering.extractive import compose_answer, quoted_evidence, readable_unit
+from pipeline.answering.quotes import quote_candidates
+from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.answering.rule_packs.reporting_periods.ratios import (
+    derived_figures,
+    derived_ratio,
+    printed_shares,
+)
+from pipeline.answering.rule_packs.reporting_periods.row_labels import first_cell
+from pipeline.retrieval.context import ContextPiece, Passage
 from pipeline.types import Chunk, EvidenceUnit
 
 HEADER = (

@@ -11,8 +11,8 @@ import pytest
 from index_build.builder import ingest
 from index_build.snapshot import open_live
 from pipeline.errors import ConfigurationError, InvalidRequestError
-from pipeline.expansion import Concept, Glossary
-from pipeline.retrieval import RetrievalConfig, SearchRequest, retrieve
+from pipeline.retrieval.expansion import Concept, Glossary
+from pipeline.retrieval.search import RetrievalConfig, SearchRequest, retrieve
 from server.models.reranker import CrossEncoderReranker
 from server.service import DocfinderService, open_service
 from server.settings import load_settings

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pipeline.context import ContextPiece, Passage
-from pipeline.extractive import compose_answer, quoted_evidence, readable_unit
-from pipeline.quotes import quote_candidates
-from pipeline.rule_packs.reporting_periods import ReportingPeriods
-from pipeline.same_rows import same_rows_elsewhere
+from pipeline.answering.extractive import compose_answer, quoted_evidence, readable_unit
+from pipeline.answering.quotes import quote_candidates
+from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.answering.rule_packs.reporting_periods.same_rows import same_rows_elsewhere
+from pipeline.retrieval.context import ContextPiece, Passage
 from pipeline.types import Chunk, EvidenceUnit
 
 PACK = [ReportingPeriods()]  # the same rows come with the reporting-periods rule pack

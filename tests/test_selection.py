@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pipeline.ordering import (
+from pipeline.retrieval.ordering import (
     Sentence,
     cluster_by_silhouette,
     cluster_order,
@@ -12,10 +12,10 @@ from pipeline.ordering import (
     order_ping_pong,
     split_sentences,
 )
-from pipeline.selection import Item
-from pipeline.selections.fps import select_fps
-from pipeline.selections.mmr import select_mmr
-from pipeline.selections.topk import select_topk
+from pipeline.retrieval.selection import Item
+from pipeline.retrieval.selections.fps import select_fps
+from pipeline.retrieval.selections.mmr import select_mmr
+from pipeline.retrieval.selections.topk import select_topk
 
 
 def item(key, score, vector, tokens=10):
@@ -158,7 +158,7 @@ def test_dedupe_keeps_empty_texts_once_and_compares_sizes_first():
 
 
 def test_the_cluster_order_embeds_nothing_a_piece_without_a_stored_vector_takes_its_chunks():
-    from pipeline.context import ContextConfig, build_context
+    from pipeline.retrieval.context import ContextConfig, build_context
     from pipeline.types import Chunk, SearchHit
     from tests.fakes import WhitespaceTokenizer
 
@@ -188,7 +188,7 @@ def test_the_silhouette_equals_scikit_learns_on_random_clusterings():
     from scipy.spatial.distance import pdist, squareform
     from sklearn.metrics import silhouette_score
 
-    from pipeline.ordering import silhouette
+    from pipeline.retrieval.ordering import silhouette
 
     rng = np.random.default_rng(0)
     for _ in range(30):

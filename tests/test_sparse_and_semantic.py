@@ -6,7 +6,12 @@ from index_build.chunkers.semantic import semantic_groups
 from index_build.chunking import ChunkingOptions, chunk_document
 from index_build.document import Block, ParsedDocument
 from index_build.version import approximate_nearest
-from pipeline.sparse import distinctive_tokens, find_sparse, nearest_neighbour_similarity, rank_sparse
+from pipeline.retrieval.sparse import (
+    distinctive_tokens,
+    find_sparse,
+    nearest_neighbour_similarity,
+    rank_sparse,
+)
 
 TEXTS = [
     "Apple reported total net sales of 81,797 million for the quarter.",
@@ -67,7 +72,7 @@ def test_sparse_ranking_by_similarity_with_isolation_as_tie_breaker():
     sparse = find_sparse(TEXTS, EMBEDDINGS, threshold=0.85)
     assert [row for row, _ in rank_sparse(unit(0, 0, 1, 0), EMBEDDINGS, sparse, k=5)] == [3, 2]
     tied = np.vstack([unit(1, 0), unit(1, 0), unit(0, 1)])
-    from pipeline.sparse import SparseSet
+    from pipeline.retrieval.sparse import SparseSet
 
     planted = SparseSet(rows=np.array([0, 1]), nearest=np.array([0.5, 0.2], dtype=np.float32), threshold=0.85)
     assert [row for row, _ in rank_sparse(unit(1, 0), tied, planted, k=2)] == [1, 0]

@@ -61,11 +61,11 @@ from evaluation.answers import indexed_dataset
 from evaluation.benchmarks import DATA
 from evaluation.questions import Question, dataset_docs, load_questions, phrases_found, says_not_answered
 from evaluation.retrieval import percentile
+from pipeline.answering.rule_packs.reporting_periods.ratios import derived_figures
 from pipeline.answers import AgentAnswer
 from pipeline.citations import cited_numbers
-from pipeline.context import Passage
 from pipeline.figures import all_numbers, figures, stated_figures
-from pipeline.ratios import derived_figures
+from pipeline.retrieval.context import Passage
 from programs.agent import number_passages
 from server.service import open_service
 from server.settings import Settings

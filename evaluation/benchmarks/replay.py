@@ -1,6 +1,6 @@
 """Replay a dev-sets run's drafts through today's answer code, without the LLM.
 
-What the user reads is built by code from the model's draft (:mod:`pipeline.extractive`:
+What the user reads is built by code from the model's draft (:mod:`pipeline.answering.extractive`:
 sentences kept or dropped, quotes chosen and cut). A change there can be measured on the drafts
 an earlier ``make bench ONLY=answers`` run recorded (``drafts`` in the agent rows of
 ``bench-results/answers_<set>.jsonl``) in minutes, where a live run of the embedded model takes

@@ -5,7 +5,7 @@ with a Zipf distribution (as words are in real text), 100 chunks to a document, 
 embedding is a random unit vector (384 dimensions, as the packaged MiniLM's). The index is
 written by the real writer (:func:`index_build.builder.write_version`: BM25 indexes, HNSW
 vector index, sparse set, checksummed manifest) and searched through the real retrieval
-(:func:`pipeline.retrieval.retrieve`, no reranker), with queries of three mid-frequency
+(:func:`pipeline.retrieval.search.retrieve`, no reranker), with queries of three mid-frequency
 words whose query vector is random too.
 
 For each size: build time, size on disk, and, in a fresh serving process, the RSS after
@@ -38,7 +38,7 @@ from index_build.builder import IngestOptions, VersionPart, write_version
 from index_build.layout import writer_lock
 from index_build.snapshot import open_live
 from index_build.version import FileRecord
-from pipeline.retrieval import RetrievalConfig, SearchRequest, retrieve
+from pipeline.retrieval.search import RetrievalConfig, SearchRequest, retrieve
 from pipeline.types import Chunk
 
 DIMENSIONS = 384

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from index_build.snapshot import IndexSnapshot
 from pipeline.answers import LOCAL_CALLER, AgentAnswer, AskResult, Caller, StatusSink, TokenSink
-from pipeline.context import Retrieved
-from pipeline.documents import DocumentScope
+from pipeline.retrieval.context import Retrieved
+from pipeline.retrieval.documents import DocumentScope
 from pipeline.steps import Step
 from programs.saved import ProgramInfo, load_program
 from server.core.access import Access, require_scope
@@ -82,7 +82,7 @@ class Asker:
     def agent(self) -> AnswerAgent:
         """The DSPy answering agent, built on first use (importing DSPy takes a while)."""
         if self._agent is None:
-            from pipeline.answer_rules import rule_packs
+            from pipeline.answering.answer_rules import rule_packs
             from programs.agent import AnswerAgent
 
             settings = self.settings

@@ -8,7 +8,7 @@ from typing import Any
 
 from pipeline.errors import ConfigurationError
 from pipeline.protocols import Embedder
-from pipeline.retrieval import Reranker
+from pipeline.retrieval.search import Reranker
 from server.core.access import Access
 from server.core.ask import Asker
 from server.core.feedback import FeedbackDesk

@@ -17,17 +17,31 @@ import numpy as np
 
 from index_build.snapshot import IndexSnapshot
 from index_build.version import FileRecord
-from pipeline.absent import absent_names
 from pipeline.answers import LOCAL_CALLER, Caller
-from pipeline.context import UNIT_SELECTIONS, Context, ContextConfig, Retrieved, build_context, whole_passages
-from pipeline.documents import DocumentScope, resolve_scope
-from pipeline.domains import DomainChoice, domain_text, nearest_domain
 from pipeline.errors import InvalidRequestError, NotFoundError
-from pipeline.evidence import find_evidence
-from pipeline.expansion import Glossary
 from pipeline.protocols import Embedder
-from pipeline.retrieval import MAX_SEARCH_K, SEARCH_MODES, Reranker, RetrievalConfig, SearchRequest, retrieve
-from pipeline.routing import collection_weights, mean_direction
+from pipeline.retrieval.absent import absent_names
+from pipeline.retrieval.context import (
+    UNIT_SELECTIONS,
+    Context,
+    ContextConfig,
+    Retrieved,
+    build_context,
+    whole_passages,
+)
+from pipeline.retrieval.documents import DocumentScope, resolve_scope
+from pipeline.retrieval.domains import DomainChoice, domain_text, nearest_domain
+from pipeline.retrieval.evidence import find_evidence
+from pipeline.retrieval.expansion import Glossary
+from pipeline.retrieval.routing import collection_weights, mean_direction
+from pipeline.retrieval.search import (
+    MAX_SEARCH_K,
+    SEARCH_MODES,
+    Reranker,
+    RetrievalConfig,
+    SearchRequest,
+    retrieve,
+)
 from pipeline.text import analyze
 from pipeline.types import Chunk, SearchHit
 from server.core.access import Access, require_scope
@@ -41,7 +55,7 @@ from server.settings import Settings
 class SearchResult:
     """Hits for one query, the index version that produced them, and the retrieval trace.
 
-    ``scope`` holds the documents the query names (see :mod:`pipeline.documents`); ``queries``
+    ``scope`` holds the documents the query names (see :mod:`pipeline.retrieval.documents`); ``queries``
     the query and its variants, as searched.
     """
 
@@ -80,7 +94,7 @@ class Searcher:
         self.access = access
         self.metrics = metrics
         self._domains: dict[str, np.ndarray] | None = None  # each domain's vector, made on first use
-        # each collection's vector (pipeline.routing), for one index version
+        # each collection's vector (pipeline.retrieval.routing), for one index version
         self._collections: tuple[str, dict[str, np.ndarray]] | None = None
         self.pool = WorkPool(
             settings.serving.max_concurrent_searches, settings.serving.search_queue, "search"
@@ -120,7 +134,7 @@ class Searcher:
 
         ``domain`` picks the per-collection boosts configured for that question domain. With
         ``scoped`` (the default), a query that names documents ("Intel", "Q1 2023", "the
-        latest release") searches only those (:mod:`pipeline.documents`); the resolved scope is
+        latest release") searches only those (:mod:`pipeline.retrieval.documents`); the resolved scope is
         the first trace entry. With ``context``, the top ``context.candidates`` hits are also
         selected and ordered into the LLM's context under its token budget (the ``evidence``
         strategy deepens into the needed documents first). ``pinned`` searches that snapshot
@@ -248,7 +262,7 @@ class Searcher:
 
     def _routed(self, snapshot: IndexSnapshot, request: SearchRequest, query: str) -> SearchRequest:
         """``request`` with each searched collection's weight multiplied by its routing weight for
-        ``query`` (:mod:`pipeline.routing`); unchanged with one collection or routing off."""
+        ``query`` (:mod:`pipeline.retrieval.routing`); unchanged with one collection or routing off."""
         names = list(request.collections) if request.collections is not None else list(snapshot.collections)
         temperature = self.retrieval.routing_temperature
         if len(names) < 2 or temperature <= 0:

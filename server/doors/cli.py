@@ -21,9 +21,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from index_build.limits import limit_setting
-from pipeline.context import ORDERINGS, SELECTIONS, ContextConfig
 from pipeline.errors import ConfigurationError, DocfinderError
-from pipeline.retrieval import SEARCH_MODES
+from pipeline.retrieval.context import ORDERINGS, SELECTIONS, ContextConfig
+from pipeline.retrieval.search import SEARCH_MODES
 from pipeline.streaming import AnswerToken
 from pipeline.wording import describe_step, evidence_preview, status_text
 from server.doors.cli_keys import add_keys_parser, run_keys

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from index_build.builder import IngestReport
 from pipeline.answers import AskResult
-from pipeline.context import Context
+from pipeline.citations import marker
+from pipeline.retrieval.context import Context
 from pipeline.wording import printable
 from server.doors.doctor import Check
 
@@ -68,7 +69,8 @@ def print_hits(console: Console, result: Any) -> None:
     for n, hit in enumerate(result.hits, start=1):
         chunk = hit.chunk
         console.print(
-            f"[bold cyan][{n}][/] [bold]{shown(chunk.citation_label())}[/]  [dim]score {hit.score:.4f}[/]"
+            f"[bold cyan]{marker(n)}[/] [bold]{shown(chunk.citation_label())}[/]"
+            f"  [dim]score {hit.score:.4f}[/]"
         )
         console.print(f"    [dim]{shown(chunk.source)}[/]")
         text = " ".join(chunk.text.split())

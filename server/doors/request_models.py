@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.answers import FEEDBACK_LABELS
 from pipeline.errors import InvalidRequestError, RequestTimeoutError, UnsupportedMediaError
-from pipeline.retrieval import MAX_SEARCH_K
+from pipeline.retrieval.search import MAX_SEARCH_K
 
 MAX_TEXT_CHARS = 20_000  # the largest max_question_chars allows; the service applies the configured one
 MAX_ID_CHARS = 256

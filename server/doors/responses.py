@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.answers import AskResult, Outcome
-from pipeline.context import Context
+from pipeline.retrieval.context import Context
 from pipeline.types import Chunk
 
 if TYPE_CHECKING:

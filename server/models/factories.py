@@ -10,9 +10,9 @@ from pathlib import Path
 
 from index_build.embedding import SentenceTransformerEmbedder, default_embedder_path
 from pipeline.errors import ConfigurationError
-from pipeline.expansion import Glossary, load_glossary
 from pipeline.protocols import Embedder
-from pipeline.retrieval import Reranker
+from pipeline.retrieval.expansion import Glossary, load_glossary
+from pipeline.retrieval.search import Reranker
 from server.settings import Settings
 from server.settings.sections import EmbedderSettings
 

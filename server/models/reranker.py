@@ -12,7 +12,8 @@ from pipeline.errors import ConfigurationError
 
 
 class CrossEncoderReranker:
-    """A :class:`~pipeline.retrieval.Reranker` over a local cross-encoder (bge-reranker-base in production).
+    """A :class:`~pipeline.retrieval.search.Reranker` over a local cross-encoder (bge-reranker-base
+    in production).
 
     The model loads on first use; a (query, passage) pair's score is the sigmoid of the
     model's one relevance logit, higher meaning more relevant (as sentence-transformers'

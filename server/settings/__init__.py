@@ -3,7 +3,7 @@
 The settings are nested by section (index, embedder, ingest, retrieval, context, evidence,
 agent, llm, stores, access, serving, log, slack, teams; plus the collections and the question
 domains). A section is the pydantic model that the code using it takes as its configuration:
-``retrieval`` is :class:`pipeline.retrieval.RetrievalConfig` (with what only the service needs
+``retrieval`` is :class:`pipeline.retrieval.search.RetrievalConfig` (with what only the service needs
 added), ``ingest`` is :class:`index_build.builder.IngestOptions`, and so on, so each knob is
 declared once, with one default, in the library and the product alike.
 
@@ -32,9 +32,9 @@ from pydantic_settings import (
 
 from bots.settings import SlackSettings, TeamsSettings
 from index_build.builder import IngestOptions
-from pipeline.context import ContextConfig
 from pipeline.errors import ConfigurationError
-from pipeline.evidence import EvidenceConfig
+from pipeline.retrieval.context import ContextConfig
+from pipeline.retrieval.evidence import EvidenceConfig
 from programs.agent_settings import AgentSettings
 from server.settings.flat_names import FLAT_NAMES, FlatEnvironment, nest_flat_names
 from server.settings.names import ENV_PREFIX, env_name

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from pipeline.answers import DEFAULT_SCOPES, SCOPES
-from pipeline.retrieval import RetrievalConfig
+from pipeline.retrieval.search import RetrievalConfig
 
 SECTION = ConfigDict(extra="forbid", frozen=True)
 
@@ -123,7 +123,7 @@ class EmbedderSettings(BaseModel):
 
 
 class RetrievalSettings(RetrievalConfig):
-    """The retrieval knobs (:class:`pipeline.retrieval.RetrievalConfig`) and the models and
+    """The retrieval knobs (:class:`pipeline.retrieval.search.RetrievalConfig`) and the models and
     glossary the service loads for it."""
 
     k: int = Field(10, ge=1, le=1000, description="Passages returned by `docfinder search`.")

@@ -1,0 +1,558 @@
+"""The answer a user reads: the model's sentences that code can trace to the evidence, and the
+few quotes that carry them.
+
+A small model paraphrases good evidence into vague or wrong sentences ("Yes, the company
+announced a major acquisition [1]"). So code reads the model's reply sentence by sentence and
+keeps a sentence only if it can trace it to the evidence it cites:
+
+1. every figure it states stands in a cited unit or the question
+   (:func:`pipeline.figures.unstated_figures`); every name it writes (a capitalised word past
+   the sentence's first) stands in the evidence or the question (a small model often cites the
+   neighbouring passage: a wrong citation is not an invented name); a "yes" does not stand
+   against the evidence that answers the question when that evidence says "not" / "no" /
+   "precludes" (the unit it cites, or the unit quoted as answering the question); a sentence
+   that leans on a dropped one ("This increase was offset ...") goes with it; rule packs for
+   particular documents may judge it too (:mod:`pipeline.answering.answer_rules`);
+2. what is kept must say something the question did not: a figure, or a word of the evidence
+   the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped, and so
+   are a question (the user's echoed, or one asked back) and a sentence that gives a
+   passage's label (its document, heading and page) as the answer.
+
+The kept sentences are the answer's text, as the model wrote them (a procedure's steps keep
+their lines). Under it stand at most ``QUOTE_LIMIT`` quotes, each one unit of the evidence the
+model read in the document's own words (:func:`answering_quotes`): the unit that best carries
+the answer among those it cites, the unit that best answers the question, and the one that
+best answers what those two leave of it; never a dump of the context.
+
+A reply that opens by saying the documents do not answer is kept as such, with the nearest
+evidence quoted, so that the user sees why (said later, it qualifies an answer and is kept).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from pipeline.answering.answer_rules import AnswerRules
+from pipeline.answering.quotes import QuoteCandidate, best_matches, content_words, excerpt, quote_candidates
+from pipeline.answers import Quote
+from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, cited_numbers, marker
+from pipeline.figures import figures, unstated_figures, written_forms
+from pipeline.retrieval.context import Passage
+from pipeline.retrieval.ordering import is_list_item, split_sentences
+from pipeline.text import analyze
+
+AnswerKind = Literal["answer", "quotes", "not_in_documents"]
+QUOTE_LIMIT = 3  # quotes under an answer: each one that answers, never a dump of the context
+QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
+REPLY_CHARS = 450  # characters of a whole reply, about: the quotes fill what the answer leaves
+MIN_QUOTE_CHARS = 80  # a quote is cut no shorter; less room left than this ends the quotes
+NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
+NOT_IN_DOCUMENTS = "The documents do not say."
+NEAREST_EVIDENCE = "The nearest they come is quoted below."
+DOCUMENTS_SAY = "The documents say:"
+
+_NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][\w'’&.-]*[A-Za-z]")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|cannot|can't|won't|isn't|aren't|wasn't|doesn't|didn't|"
+    r"precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
+    re.IGNORECASE,
+)
+_OPENS_A_SENTENCE = re.compile(r"[.!?][\"”’)\]]*\s+$")  # a full stop and space before a word
+_POSSESSIVE = re.compile(r"['’]s?$")
+_YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"\b(?:do(?:es)?\s+not|don't|doesn't|did\s+not|cannot|could\s+not|can't)\s+"
+    r"(?:say|state|answer|contain|mention|specify|provide|include|give|find|list|name|identify|disclose)"
+    r"|\bnot\s+(?:stated|mentioned|specified|provided|given|found|disclosed|listed|available)\b"
+    r"|\bno\s+(?:information|mention|details?)\b",
+    re.IGNORECASE,
+)
+# "This increase was offset ...", "The strategic focuses of these investments ...": a sentence
+# that opens with a pronoun, or points back within its first words, leans on the one before
+# it, and goes when that one is dropped for a wrong claim (after an echoed question, "It is
+# warmed up every six months" is the answer).
+_LEANS_ON_THE_ONE_BEFORE = re.compile(
+    r"\W*(?:it|they)\b|\W*(?:\S+\s+){0,4}(?:this|these|those|such)\b", re.IGNORECASE
+)
+_NOT_A_CLAIM = ("says_nothing", "label")
+_MONTHS = frozenset(name.lower() for name in calendar.month_name if name)
+_QUOTED = re.compile(r"“[^”]*”")
+_POLAR = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
+# An answer is in the documents' own words when this share of its words that the question
+# does not use stands in runs of at least SPAN_WORDS words copied from the passages it cites.
+SPAN_WORDS = 3
+OWN_WORDS_SHARE = 0.9
+MIN_NEW_WORDS = 3  # fewer words beyond the question's say too little to judge by
+_ASKS_FOR_A_DOCUMENT = re.compile(
+    r"\b(?:document|report|source|protocol|manual|guide|publication|title|form|filing|paper)s?\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedSentence:
+    """A sentence of the model's reply that code did not let through, and why."""
+
+    sentence: str
+    reason: Literal[
+        "figure",
+        "direction",
+        "row",
+        "column",
+        "name",
+        "negation",
+        "label",
+        "says_nothing",
+        "dangling",
+        "absent",
+    ]
+    detail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ComposedAnswer:
+    """The answer as the user reads it, what it is, what was dropped and the units it quotes."""
+
+    text: str
+    kind: AnswerKind
+    kept: str  # the model's sentences that passed
+    quotes: list[QuoteCandidate]
+    dropped: list[DroppedSentence] = field(default_factory=list)
+    corrected: list[str] = field(default_factory=list)  # figures code moved to the right column
+    # A dropped sentence put forward a figure or a name that the passages it cites do not state:
+    # the model filled a gap in the evidence (see :func:`offers_what_its_sources_lack`).
+    filled_a_gap: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What each sentence of a reply is checked against: the question, the numbered passages (as
+    the model read them, and as quotable units), the passages the reply cites, the rule packs."""
+
+    question: str
+    passages: Sequence[Passage]
+    evidence: dict[int, str]
+    units: Sequence[QuoteCandidate]
+    cited: Collection[int]
+    check_figures: bool
+    rules: Sequence[AnswerRules] = ()
+    absent: Sequence[str] = ()
+
+    def cited_by(self, sentence: str) -> set[int]:
+        """The passages ``sentence`` rests on (:func:`_cited_by`)."""
+        return _cited_by(sentence, self.cited, self.passages)
+
+    def stated_by(self, sentence: str) -> str:
+        """The text of the passages ``sentence`` rests on, as the model read them."""
+        return "\n".join(self.evidence[n] for n in sorted(self.cited_by(sentence)))
+
+    def units_cited_by(self, sentence: str) -> list[QuoteCandidate]:
+        own = self.cited_by(sentence)
+        return [u for u in self.units if u.n in own]
+
+
+def compose_answer(
+    question: str,
+    reply: str,
+    passages: Sequence[Passage],
+    *,
+    check_figures: bool = True,
+    rules: Sequence[AnswerRules] = (),
+    limit: int = QUOTE_LIMIT,
+    absent: Sequence[str] = (),
+    reply_chars: int = REPLY_CHARS,
+) -> ComposedAnswer:
+    """The answer built from the model's ``reply`` to ``question`` over ``passages`` (the
+    evidence it read, numbered from 1); see the module docstring.
+
+    Without ``check_figures`` a figure no cited unit states is let through (names, negations
+    and saying something new are still checked). ``rules`` are the rule packs in use.
+    ``reply_chars`` bounds the whole reply, about: the quotes fill what the kept sentences leave
+    of it (one short quote at least). ``absent`` are the question's technical names that no
+    document of the search mentions
+    (:mod:`pipeline.retrieval.absent`): a sentence that states something of one cannot rest on the
+    documents and goes, and the answer says which the documents never mention.
+    """
+    cited = cited_numbers(reply, len(passages))
+    sentences = answer_sentences(reply)
+    units = quote_candidates(passages)
+    if sentences and says_documents_do_not_answer(sentences[0]):  # later, it qualifies an answer
+        if any(pack.holds_what_is_asked(question, units) for pack in rules):  # they do say it
+            return ComposedAnswer("", "quotes", "", [], [DroppedSentence(sentences[0], "says_nothing")])
+        return not_in_documents(question, passages, units, absent)
+    evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
+    reading = _Reading(question, passages, evidence, units, cited, check_figures, tuple(rules), tuple(absent))
+    kept: list[str] = []
+    dropped: list[DroppedSentence] = []
+    corrected: list[str] = []
+    after_a_drop = False
+    for sentence in sentences:
+        problem, placed, fixes = _judged(sentence, reading, after_a_drop)
+        after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
+        if problem is None:
+            kept.append(_without_the_echo(placed, question))
+            corrected += fixes
+        else:
+            dropped.append(problem)
+    kept_text = _joined_sentences(kept)
+    # What the kept sentences rest on: the passages they cite, else those the reply cites, else all.
+    kept_cited = cited_numbers(kept_text, len(passages)) or set(cited) or set(evidence)
+    if kept and says_nothing_new(kept_text, question, [evidence[n] for n in sorted(kept_cited)]):
+        dropped += [DroppedSentence(s, "says_nothing") for s in kept]
+        kept, kept_text = [], ""
+    room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
+    quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room)
+    derived, quotes, _ = _rows_the_packs_quote(question, quotes, units, rules)
+    gap = any(offers_what_its_sources_lack(d.sentence, reading) for d in dropped)
+    # A line a pack derived from the documents' cells, its inputs shown, is an answer too.
+    kept_text = "\n".join(line for line in (kept_text, derived) if line)
+    if absent and not kept_text and any(d.reason == "absent" for d in dropped):
+        composed = not_in_documents(question, passages, units, absent)
+        return replace(composed, dropped=dropped)
+    if kept_text:
+        text = f"{never_mentioned(absent)} {kept_text}" if absent else kept_text
+        return ComposedAnswer(text, "answer", kept_text, quotes, dropped, corrected, gap)
+    return ComposedAnswer(DOCUMENTS_SAY, "quotes", "", quotes, dropped, corrected, gap)
+
+
+def not_in_documents(
+    question: str, passages: Sequence[Passage], units: Sequence[QuoteCandidate], absent: Sequence[str] = ()
+) -> ComposedAnswer:
+    """The documents do not say it (or never mention the names ``absent``), and the nearest they
+    come, quoted."""
+    nearest = answering_quotes(question, "", passages, units, limit=NEAREST_QUOTES)
+    lead = never_mentioned(absent) if absent else NOT_IN_DOCUMENTS
+    return ComposedAnswer(f"{lead} {NEAREST_EVIDENCE}", "not_in_documents", "", nearest)
+
+
+def never_mentioned(names: Sequence[str]) -> str:
+    """ "The documents do not mention pg_cron." (or "pg_cron or PgBouncer")."""
+    return f"The documents do not mention {' or '.join(names)}."
+
+
+def quoted_evidence(
+    question: str,
+    passages: Sequence[Passage],
+    lead: str,
+    rules: Sequence[AnswerRules] = (),
+    limit: int = QUOTE_LIMIT,
+) -> ComposedAnswer:
+    """The evidence that best answers the question, quoted under ``lead``: what the user gets
+    when no answer of the model's could be verified. A rule pack may add the rows the question
+    names (and a share derived from them); then "The documents say:" leads instead."""
+    units = quote_candidates(passages)
+    quotes = answering_quotes(question, "", passages, units, limit=limit)
+    derived, quotes, leads = _rows_the_packs_quote(question, quotes, units, rules)
+    lines = [DOCUMENTS_SAY if leads else lead, *([derived] if derived else [])]
+    return ComposedAnswer("\n".join(lines), "quotes", "", quotes)
+
+
+def answering_quotes(
+    question: str,
+    answer: str,
+    passages: Sequence[Passage],
+    units: Sequence[QuoteCandidate] | None = None,
+    cited: Collection[int] = (),
+    limit: int = QUOTE_LIMIT,
+    chars: int = QUOTE_CHARS,
+) -> list[QuoteCandidate]:
+    """At most ``limit`` units of ``passages`` that answer, in reading order, none twice:
+
+    1. the one that best carries ``answer`` among the passages it cites (its figures first,
+       then its words);
+    2. the one that best matches ``question`` in all the passages (a small model often cites the
+       neighbouring passage: the unit that answers is quoted whatever the answer cites);
+    3. the next ones in that unit's document, each matching first what the quotes leave of the
+       question, else the question again (deeper before wider: another document's unit would
+       answer a question not asked, another period's row for a question that names its period);
+    4. with room left, the strongest unit by retrieval score, when the search ranked it above
+       every unit quoted and it shares a word with the question (word matching misses
+       "acquired" for "acquisitions"; the search's ranking may not).
+
+    Together they hold about ``chars`` characters: a long unit is cut to its sentences that
+    answer (:func:`pipeline.answering.quotes.excerpt`), and no further quote is added once less than
+    ``MIN_QUOTE_CHARS`` of the room is left. A unit that matches nothing fills no slot.
+    """
+    units = quote_candidates(passages) if units is None else units
+    if not units or limit <= 0:
+        return []
+    chosen: list[QuoteCandidate] = []
+    whole: list[QuoteCandidate] = []  # the chosen units before they were cut
+    room = chars
+
+    def add(found: Sequence[QuoteCandidate]) -> bool:
+        nonlocal room
+        if not found or len(chosen) >= limit or (chosen and room < MIN_QUOTE_CHARS):
+            return False
+        quote = excerpt(found[0], f"{question}\n{answer}", max(room, MIN_QUOTE_CHARS))
+        room -= len(readable_unit(quote))  # as shown: a table row with its column labels
+        whole.append(found[0])
+        chosen.append(quote)
+        return True
+
+    def best(text: str, pool: Collection[int], fallback: bool = False, same_source: str = "") -> bool:
+        rest = [u for u in units if u not in whole and (not same_source or u.source == same_source)]
+        if not text.strip() or not rest:
+            return False
+        return add(best_matches(text, rest, pool, fallback=fallback))
+
+    everything = range(1, len(passages) + 1)
+    if answer:
+        best(answer, cited or everything)
+    if best(question, everything, fallback=not chosen):
+        source = whole[-1].source
+        while True:
+            covered = set().union(*(content_words(f"{c.text}\n{c.table_header}") for c in whole))
+            rest_of_it = " ".join(sorted(content_words(question) - covered))
+            if not (
+                best(rest_of_it, everything, same_source=source)
+                or best(question, everything, same_source=source)
+            ):
+                break
+    asked = content_words(question)
+    strongest = sorted((u for u in units if u not in whole), key=lambda u: (-u.score, u.position))[:1]
+    if strongest and strongest[0].score > max((u.score for u in whole), default=float("-inf")):
+        add([u for u in strongest if content_words(u.text) & asked])
+    return sorted(chosen, key=lambda c: c.position)
+
+
+def _rows_the_packs_quote(
+    question: str, quotes: list[QuoteCandidate], units: Sequence[QuoteCandidate], rules: Sequence[AnswerRules]
+) -> tuple[str, list[QuoteCandidate], bool]:
+    """``quotes`` with the rows each rule pack adds, the lines they derive, and whether those rows
+    are what the question names."""
+    derived: list[str] = []
+    leads = False
+    for pack in rules:
+        found = pack.quote_rows(question, quotes, units)
+        quotes = found.quotes
+        leads |= found.leads
+        if found.derived:
+            derived.append(found.derived)
+    return "\n".join(derived), quotes, leads
+
+
+def _joined_sentences(sentences: Sequence[str]) -> str:
+    """The kept sentences as one text: a list item on a line of its own (a procedure's steps)."""
+    text = ""
+    for sentence in sentences:
+        if not text:
+            text = sentence
+        elif is_list_item(sentence):
+            text += "\n" + sentence
+        else:
+            text += " " + sentence
+    return text
+
+
+def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) -> bool:
+    """Whether ``answer`` says what it says beyond the question in the evidence's own words
+    (the passages as the model read them: title, headings and text):
+    at least :data:`OWN_WORDS_SHARE` of its new words stand in runs of :data:`SPAN_WORDS` or
+    more words copied verbatim from ``evidence``.
+
+    Such an answer is grounded by construction, and code can tell so more reliably than a
+    small model asked whether it is ("listed the findings: IN FLIGHT COLLISION WITH OBJECT ...
+    OBJECT - TREE(S)" was judged unsupported by the 1.5B model). A "yes" or "no" opening is
+    never the documents' word, so a polar answer is left to the grounding check; a word the
+    answer changes ("admitted" for "admission") breaks its run.
+    """
+    if _POLAR.search(answer):
+        return False
+    words = _WORD.findall(MARKER.sub(" ", answer).lower())
+    runs = set()
+    for text in evidence:
+        source = _WORD.findall(text.lower())
+        runs.update(tuple(source[i : i + SPAN_WORDS]) for i in range(len(source) - SPAN_WORDS + 1))
+    copied = [False] * len(words)
+    for i in range(len(words) - SPAN_WORDS + 1):
+        if tuple(words[i : i + SPAN_WORDS]) in runs:
+            copied[i : i + SPAN_WORDS] = [True] * SPAN_WORDS
+    asked = set(analyze(question))
+    new = [i for i, word in enumerate(words) if (terms := analyze(word)) and terms[0] not in asked]
+    return len(new) >= MIN_NEW_WORDS and sum(copied[i] for i in new) >= OWN_WORDS_SHARE * len(new)
+
+
+def says_documents_do_not_answer(reply: str) -> bool:
+    """Whether a reply says the evidence does not answer the question; the documents' own words
+    quoted in it (“...”) are not the reply's ("the wreckage did not reveal ...")."""
+    return bool(_REFUSAL.search(_QUOTED.sub(" ", reply)))
+
+
+def answer_sentences(reply: str) -> list[str]:
+    """The reply's sentences, each with the citations written after its full stop ("... 2023. [2]")."""
+    sentences: list[str] = []
+    for sentence in split_sentences(reply):
+        leading = LEADING_MARKERS.match(sentence)
+        if leading and sentences:
+            sentences[-1] = f"{sentences[-1]} {leading.group().strip()}"
+            sentence = sentence[leading.end() :]
+        if sentence.strip():
+            sentences.append(sentence.strip())
+    return sentences
+
+
+def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
+    """Whether ``text`` names nothing from ``evidence`` that the question did not already say.
+
+    A figure counts, and so does any content word of the evidence the question does not use;
+    "Yes, the company announced a major acquisition [1]" has neither.
+    """
+    if figures(text):
+        return False
+    asked = set(analyze(question))
+    found = set(analyze("\n".join(evidence)))
+    said = {t for t in analyze(blank_markers(text)) if not t.isdigit()}
+    return not (said - asked) & found
+
+
+def _judged(
+    sentence: str, reading: _Reading, after_a_drop: bool
+) -> tuple[DroppedSentence | None, str, list[str]]:
+    """Why ``sentence`` cannot stand (None when it can), the sentence as it stands once the rule
+    packs placed its figures, and those fixes."""
+    if after_a_drop and _LEANS_ON_THE_ONE_BEFORE.match(sentence):
+        return DroppedSentence(sentence, "dangling"), sentence, []
+    placed, fixes = sentence, []
+    if reading.check_figures:
+        own_units = reading.units_cited_by(sentence)
+        for pack in reading.rules:
+            verdict = pack.judge(placed, reading.question, own_units)
+            fixes += verdict.fixes
+            if verdict.drop_reason is not None:
+                return DroppedSentence(placed, verdict.drop_reason, verdict.detail), placed, fixes  # type: ignore[arg-type]
+            placed = verdict.sentence
+    return _problem(placed, reading), placed, fixes
+
+
+def echoes(sentence: str, question: str) -> bool:
+    """Whether ``sentence`` says nothing but the question's own words ("Yes, there are notable
+    changes in Apple's liquidity as reported in these 10-Qs."): a restatement, however long."""
+    said = set(analyze(blank_markers(_POLAR.sub("", sentence))))
+    return bool(said) and said <= set(analyze(question))
+
+
+def _without_the_echo(sentence: str, question: str) -> str:
+    """A polar sentence that otherwise only restates the question, as its "Yes." or "No." alone
+    (with its citations): the answer kept, the restatement's length not."""
+    polar = _POLAR.match(sentence)
+    if polar is None or not echoes(sentence, question):
+        return sentence
+    markers = "".join(marker(int(n)) for n in MARKER.findall(sentence))
+    return f"{polar.group().strip().capitalize()}.{' ' + markers if markers else ''}"
+
+
+def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
+    """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
+    if blank_markers(sentence).rstrip().endswith("?"):  # the question echoed, or one asked back
+        return DroppedSentence(sentence, "says_nothing")
+    if not _POLAR.match(sentence) and echoes(sentence, reading.question):  # restated: says nothing
+        return DroppedSentence(sentence, "says_nothing")
+    question, evidence, passages = reading.question, reading.evidence, reading.passages
+    spoken_of = [name for name in reading.absent if name.lower() in sentence.lower()]
+    if spoken_of:  # nothing the documents say can be of a name they never mention
+        return DroppedSentence(sentence, "absent", tuple(spoken_of))
+    own = reading.cited_by(sentence)
+    stated = reading.stated_by(sentence)
+    # A figure the question states is the user's, not the model's invention ("within 60 days").
+    unstated = unstated_figures(sentence, stated, question) if reading.check_figures else set()
+    if unstated:
+        return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
+    if any(len(label) > 20 and label in sentence for label in (p.evidence_label() for p in passages)):
+        return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
+    if not _ASKS_FOR_A_DOCUMENT.search(question) and any(
+        _named_as_the_answer(p.chunk.title, sentence) for p in passages
+    ):
+        return DroppedSentence(sentence, "label")  # "the model used is the <document's title>"
+    unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)
+    if unknown:
+        return DroppedSentence(sentence, "name", tuple(unknown))
+    if _YES.search(sentence) and _answering_unit_negates(question, reading, own):
+        return DroppedSentence(sentence, "negation")
+    return None
+
+
+def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
+    """Whether ``sentence`` puts forward a figure, or a name, that neither the passages it cites
+    nor the question states: what a small model writes when the evidence lacks what was asked
+    ("OPM's total appropriated budget for fiscal year 2013 was $81,797 million [1]", "The VR
+    headset model used in the VRULT study is the QENSIU [1][2]", a room named elsewhere).
+
+    Unlike the name check that drops a sentence, a name elsewhere in the evidence counts here:
+    this tells a draft that had nothing to give from one that gave the evidence badly (a
+    vague sentence, a figure from the wrong column, a claim the grounding check refused).
+    """
+    stated = reading.stated_by(sentence)
+    if unstated_figures(sentence, stated, reading.question):
+        return True
+    return bool(_unknown_names(sentence, stated, reading.question))
+
+
+def _cited_by(sentence: str, cited: Collection[int], passages: Sequence[Passage]) -> set[int]:
+    """The passages ``sentence`` rests on: those it cites, else those the reply cites, else all."""
+    return cited_numbers(sentence, len(passages)) or set(cited) or set(range(1, len(passages) + 1))
+
+
+def _named_as_the_answer(title: str, sentence: str) -> bool:
+    """Whether ``sentence`` gives a document's ``title`` as what something is ("The headset used
+    in the study is the NCT06154122 Prot 000 study protocol"): the source named as the answer
+    (checked only when the question asks for no document, report, protocol or the like)."""
+    words = title.split()
+    if len(title) < 8 or not words:
+        return False
+    pattern = r"\b(?:is|are|was|were)\s+(?:the\s+|an?\s+)?" + r"\s+".join(map(re.escape, words[:3]))
+    return bool(re.search(pattern, sentence, re.IGNORECASE))
+
+
+def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
+    """Capitalised words past the sentence's first that neither the cited evidence nor the question
+    has; a word after a full stop opens a sentence the splitter left joined ("... in the most
+    recent 10-Q. Specifically, ...": "Q." reads as an initial)."""
+    body = blank_markers(sentence)
+    known = f"{evidence}\n{question}".lower()
+    return [
+        found.group()
+        for found in list(_NAME_WORD.finditer(body))[1:]
+        if found.start() > 0
+        and not _OPENS_A_SENTENCE.search(body[: found.start()])
+        and not _known_name(found.group(), known)
+    ]
+
+
+def _known_name(word: str, known: str) -> bool:
+    """Whether ``known`` (lower case) has ``word``, also without a possessive or plural "s"; a
+    hyphenated name part by part ("Goal-Engagement-Accountability-Results" for "Goals-..."); a
+    month by its abbreviation too ("September" of a table's "Sep 30, 2023")."""
+    bare = _POSSESSIVE.sub("", word.lower().strip("."))
+    if bare in _MONTHS and re.search(rf"\b{bare[:3]}\b", known):
+        return True
+    parts = [part for part in bare.split("-") if part]
+    return all(any(form in known for form in {part, part.removesuffix("s")} if form) for part in parts)
+
+
+def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[int]) -> bool:
+    """Whether the unit that best matches the question negates: among those cited, or in all the
+    evidence read (the unit quoted under the answer as answering the question: a "yes" printed
+    above "... precludes its use as evidence" contradicts its own quote)."""
+    everything = range(1, len(reading.passages) + 1)
+    for pool in (cited, everything):
+        best = best_matches(question, reading.units, pool, fallback=True)
+        if best and _NEGATION.search(best[0].text):
+            return True
+    return False
+
+
+def readable_unit(quote: QuoteCandidate) -> str:
+    """A quoted unit for people: a table row as ``label — column: value; ...``, else its text."""
+    return Quote(
+        quote.n, quote.text, quote.source, (quote.page, quote.page), (), "", quote.table_header
+    ).readable()
+
+
+def _evidence(passage: Passage) -> str:
+    return f"{passage.evidence_label()}\n{passage.text}"

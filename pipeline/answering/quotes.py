@@ -1,0 +1,155 @@
+"""Quotable units: what of the evidence may stand under an answer, and which unit matches a text best.
+
+The LLM writes the synthesis; the quotes under it are never typed by the LLM. Every unit of the
+evidence the model read may be quoted (:func:`quote_candidates`): an evidence unit as it is, a
+passage shown whole cut into its sentences and table rows (a line of fewer than three words,
+a heading or a link's words, is none). A unit matches a text (an answer, a question) by the
+figures it shares with it (the strongest signal: a figure in the answer must stand in a
+quote), then by the words it shares, with its innermost heading's words (the items of a list
+under "Findings" rarely repeat the question's word), the retrieval score breaking ties
+(:func:`best_matches`). A long unit is quoted by its sentences that answer (:func:`excerpt`).
+Which units an answer quotes is :func:`pipeline.answering.extractive.answering_quotes`'s choice.
+
+A quote's text is a verbatim substring of its chunk (an excerpt: verbatim pieces joined by
+" … "), so a quoted figure is exactly the document's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+
+from pipeline.figures import figures, stated_figures
+from pipeline.retrieval.context import Passage
+from pipeline.retrieval.ordering import is_list_item, split_sentences
+from pipeline.text import analyze, is_contents_line
+
+FIGURE_WEIGHT = 2.0  # a shared figure outweighs any number of shared words
+RETRIEVAL_WEIGHT = 0.1  # the retrieval score only breaks ties
+MIN_OVERLAP = 0.5  # shared words, over the square root of the unit's words, that make a match
+TERM_SEPARATOR = " — "  # between a definition's term and its description (index_build.docling_blocks)
+MIN_QUOTE_WORDS = 3  # as evidence units: a shorter line of a whole passage is a heading or a link
+_WORDS = re.compile(r"[A-Za-z]{2,}")
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteCandidate:
+    """A unit that may be quoted: its passage number, verbatim text, table header and page,
+    and the innermost heading it stands under (matched, never quoted)."""
+
+    n: int
+    source: str
+    text: str
+    table_header: str
+    page: int
+    score: float
+    position: int
+    heading: str = ""
+
+
+def excerpt(candidate: QuoteCandidate, match: str, limit: int) -> QuoteCandidate:
+    """``candidate`` cut to about ``limit`` characters around what ``match`` asks for: its sentence
+    that shares most words with ``match``, the one after it while there is room, and, for a
+    definition ("term — description ..."), the term before them; the pieces are the document's
+    own words, joined by " … ". A table row, and a unit within the limit, stay whole."""
+    text = candidate.text
+    if len(text) <= limit or text.lstrip().startswith("|"):
+        return candidate
+    sentences = split_sentences(text)
+    if len(sentences) < 2:
+        return replace(candidate, text=text[:limit].rsplit(" ", 1)[0] + " …")
+    wanted = content_words(match)
+    best = max(range(len(sentences)), key=lambda i: (len(content_words(sentences[i]) & wanted), -i))
+    term = sentences[0].split(TERM_SEPARATOR, 1)[0] + TERM_SEPARATOR if TERM_SEPARATOR in sentences[0] else ""
+    pieces = [sentences[best]]
+    for following in sentences[best + 1 :]:
+        if sum(map(len, pieces)) + len(following) + len(term) > limit:
+            break
+        pieces.append(following)
+    lead = f"{term}… " if best > 0 and term else ("… " if best > 0 else "")
+    tail = " …" if best + len(pieces) < len(sentences) else ""
+    return replace(candidate, text=f"{lead}{' '.join(pieces)}{tail}")
+
+
+def says_enough(sentence: str) -> bool:
+    """Whether a line of a passage shown whole can be quoted: three words at least, or a list item
+    (a heading or a link's words, "Query Planning", answer nothing)."""
+    return len(_WORDS.findall(sentence)) >= MIN_QUOTE_WORDS or is_list_item(sentence)
+
+
+def content_words(text: str) -> set[str]:
+    """Stemmed words without numbers: figures are matched on their own, and would only dilute the overlap."""
+    return {t for t in analyze(text) if not t[0].isdigit()}
+
+
+def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
+    """Every quotable unit of ``passages`` (numbered from 1), in passage and reading order; a
+    table-of-contents entry is not quotable."""
+    candidates = []
+    for n, passage in enumerate(passages, start=1):
+        source, first_page = passage.chunk.source, passage.chunk.pages[0]
+        for piece in passage.pieces:
+            heading = piece.chunk.heading_path[-1] if piece.chunk.heading_path else ""
+            if piece.unit is not None:
+                unit = piece.unit
+                header = (
+                    "\n".join(x for x in (unit.table_header, unit.row_group) if x)
+                    if unit.kind == "row"
+                    else ""
+                )
+                page = unit.page or first_page
+                if not is_contents_line(unit.text):
+                    candidates.append(
+                        QuoteCandidate(
+                            n, source, unit.text, header, page, piece.score, len(candidates), heading
+                        )
+                    )
+            else:
+                for sentence in split_sentences(piece.text):
+                    if is_contents_line(sentence) or not says_enough(sentence):
+                        continue
+                    candidates.append(
+                        QuoteCandidate(
+                            n, source, sentence, "", first_page, piece.score, len(candidates), heading
+                        )
+                    )
+    return candidates
+
+
+def best_matches(
+    text: str,
+    units: Sequence[QuoteCandidate],
+    pool: Collection[int],
+    limit: int = 1,
+    fallback: bool = False,
+) -> list[QuoteCandidate]:
+    """Up to ``limit`` units of the passages numbered in ``pool`` (all of ``units`` when none is)
+    that match ``text``, best first: by shared figures, then shared words (a unit's heading
+    counts), the retrieval score breaking ties. Only a unit that shares a figure, or enough
+    words, matches; with ``fallback``, when none does, the strongest unit by retrieval score."""
+    candidates = [u for u in units if u.n in pool] or list(units)
+    if not candidates:
+        return []
+    wanted_figures = figures(text)
+    wanted_terms = content_words(text)
+    top_retrieval = max(c.score for c in candidates) or 1.0
+
+    def match(candidate: QuoteCandidate) -> tuple[float, int]:
+        shared_figures = len(stated_figures(wanted_figures, figures(candidate.text)))
+        terms = content_words(candidate.text)
+        named = content_words(candidate.heading) - terms  # what its section's heading calls it
+        shared = len(wanted_terms & terms) + len(wanted_terms & named)
+        overlap = shared / math.sqrt(len(terms)) if terms else 0.0
+        value = FIGURE_WEIGHT * shared_figures + overlap + RETRIEVAL_WEIGHT * candidate.score / top_retrieval
+        return value, shared_figures
+
+    scored = [(c, *match(c)) for c in candidates]
+    relevant = [(c, v) for c, v, f in scored if f > 0 or v > RETRIEVAL_WEIGHT + MIN_OVERLAP]
+    relevant.sort(key=lambda item: (-item[1], item[0].position))
+    if relevant:
+        return [c for c, _ in relevant[:limit]]
+    if not fallback:
+        return []
+    return sorted(candidates, key=lambda c: (-c.score, c.position))[:limit]

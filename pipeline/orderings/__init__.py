@@ -1,2 +1,0 @@
-"""The orderings of the selected context, one module each, registered in
-:data:`pipeline.context.ORDERINGS` (a new ordering is a new module here)."""

@@ -1,0 +1,42 @@
+"""``blend``: the best passages whole, then the best evidence units of the documents the question
+needs, in the room left.
+
+Whole passages keep what a fact needs around it: a procedure's next step, the sentence after
+the one that matched, a parameter's description under its name. Evidence units reach what the
+best passages miss: the table row deep in a long filing, the sentence of a long page that no
+top passage holds. Measured on the three dev sets at the agent's budget, each alone loses on
+some set (whole passages on tables by period, units on manuals and reports), so the budget is
+shared: ``chunk_share`` of it to the passages by retrieval score, the rest to the units
+(:func:`pipeline.retrieval.evidence.select_evidence`) of chunks not already whole in the context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pipeline.retrieval.context import SELECTIONS, ContextPiece, SelectionInput, choose_passages
+from pipeline.retrieval.evidence import select_evidence
+from pipeline.retrieval.selections.topk import select_topk
+
+
+@SELECTIONS.register("blend")
+def blend(selection: SelectionInput) -> list[ContextPiece]:
+    search = selection.evidence
+    if search is None:
+        raise ValueError("the blend selection needs the in-document search's candidates")
+    config = selection.config
+    passage_budget = int(config.budget_tokens * config.chunk_share)
+    whole = choose_passages(
+        replace(selection, config=config.model_copy(update={"budget_tokens": passage_budget})), select_topk
+    )
+    used = sum(selection.tokenizer.count(piece.text) for piece in whole)
+    taken = {piece.chunk.chunk_id for piece in whole}
+    rest = replace(search, units=[u for u in search.units if u.chunk.chunk_id not in taken])
+    selection.trace.append(search.trace)
+    units = select_evidence(rest, config.budget_tokens - used, selection.tokenizer)
+    # Whole passages first in their document's group, as the evidence's documents are ordered.
+    rank = {doc: i for i, doc in enumerate(search.documents)}
+    return [
+        *(replace(p, group=rank.get(p.chunk.doc_id, len(rank))) for p in whole),
+        *(ContextPiece(u.chunk, u.unit.text, u.score, u.document_rank, u.unit) for u in units),
+    ]

@@ -1,1 +1,0 @@
-"""The answer rule packs, one module each, registered in :data:`pipeline.answer_rules.RULE_PACKS`."""

@@ -1,2 +1,0 @@
-"""The context selection strategies, one module each, registered in
-:data:`pipeline.context.SELECTIONS` (a new strategy is a new module here)."""
