@@ -34,9 +34,9 @@ class Access:
     is added); ``collections`` the collections it searches (empty: all).
     """
 
-    places: frozenset[str] = frozenset()
-    direct_messages: bool = True
-    collections: tuple[str, ...] = ()
+    places: frozenset[str]
+    direct_messages: bool
+    collections: tuple[str, ...]
 
     def allows(self, *place_ids: str, direct: bool = False) -> bool:
         """Whether the bot answers in a conversation identified by any of ``place_ids``."""

@@ -83,7 +83,7 @@ class OpenIdMetadata:
     class of the same role: ``get`` returns an object with ``public_key`` and ``endorsements``.
     """
 
-    def __init__(self, url: str, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, timeout_s: float) -> None:
         self.url = url
         self.timeout_s = timeout_s
         self.keys: list[dict[str, Any]] = []

@@ -78,7 +78,7 @@ def index_corpus(
         raise ConfigurationError(f"{dataset_dir} is not a BEIR folder: corpus.jsonl is missing")
     sha = file_sha256(corpus)
     try:
-        cached = open_live(index_dir)
+        cached = open_live(index_dir, memory_map=True)
         if cached.files and cached.files[0].sha256 == sha and built_by(cached.manifest, embedder):
             return cached
     except (IndexNotFoundError, IndexCorruptError) as exc:
@@ -112,4 +112,4 @@ def index_corpus(
     )
     with writer_lock(index_dir):
         write_version(index_dir, [VersionPart(record, chunks, np.vstack(vectors))], embedder, options)
-    return open_live(index_dir)
+    return open_live(index_dir, memory_map=True)

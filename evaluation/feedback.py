@@ -22,7 +22,7 @@ def _document(link: str) -> str:
     return link.split("#", 1)[0]
 
 
-async def evaluate_feedback(service: DocfinderService, items_path: Path, k: int = 10) -> dict[str, Any]:
+async def evaluate_feedback(service: DocfinderService, items_path: Path, k: int) -> dict[str, Any]:
     """Hit rate and MRR of the gold sources of good answers in the top ``k``; bad ones listed."""
     items = load_items(items_path)
     prefixes = service.settings.index.source_url_prefixes

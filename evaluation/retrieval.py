@@ -30,7 +30,7 @@ from index_build.snapshot import IndexSnapshot
 from pipeline.protocols import Embedder
 from pipeline.retrieval.abbreviations import abbreviation_glossary
 from pipeline.retrieval.expansion import Glossary, expand, load_glossary
-from pipeline.retrieval.fusion import BranchHit, fuse
+from pipeline.retrieval.fusion import BranchHit, FusionParams, fuse
 from pipeline.retrieval.search import Reranker, RetrievalConfig, SearchRequest, retrieve
 from pipeline.text import analyze
 from server.models.factories import make_embedder
@@ -40,7 +40,9 @@ from server.settings import Settings
 DEPTH = 100
 DENSE_WEIGHTS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
 FIELD_WEIGHTS = (0.0, 0.25, 0.5)
-MMR_LAMBDA = 0.7
+MMR_ROW_LAMBDA = (
+    0.7  # the "mmr" row's trade-off, a row of the comparison (the product's is retrieval.mmr_lambda)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +94,7 @@ def evaluate_retrieval(
     tuned: dict[str, Any] = {"split": None}
     train = dataset_dir / "qrels" / "train.tsv"
     if tune and split != "train" and train.is_file():
-        tuned = _tune(snapshot, embedder, load_split(dataset_dir, "train"))
+        tuned = _tune(snapshot, embedder, load_split(dataset_dir, "train"), base)
         base = base.model_copy(
             update={"dense_weight": tuned["convex_dense_weight"], "field_weight": tuned["bm25_field_weight"]}
         )
@@ -106,7 +108,7 @@ def evaluate_retrieval(
         if not row.fields:
             config = config.model_copy(update={"field_weight": 0.0})
         if row.mmr:
-            config = config.model_copy(update={"mmr_lambda": MMR_LAMBDA})
+            config = config.model_copy(update={"mmr_lambda": MMR_ROW_LAMBDA})
         if row.reranker:
             config = config.model_copy(update={"candidates": rerank_candidates})
         results.append(
@@ -231,7 +233,9 @@ def metrics(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) 
     return {name: round(float(values[measure]), 4) for name, measure in measures.items()}
 
 
-def _tune(snapshot: IndexSnapshot, embedder: Embedder, train: BeirDataset) -> dict[str, Any]:
+def _tune(
+    snapshot: IndexSnapshot, embedder: Embedder, train: BeirDataset, base: RetrievalConfig
+) -> dict[str, Any]:
     """Pick the convex dense weight and the BM25 title/heading weight jointly, by nDCG@10 on train.
 
     Exactly the production path (HNSW dense candidates, BM25 candidates, each completed with
@@ -241,10 +245,10 @@ def _tune(snapshot: IndexSnapshot, embedder: Embedder, train: BeirDataset) -> di
     (collection,) = snapshot.collections.values()
     prepared = []
     for qid, query in train.queries.items():
-        terms = expand(query, None).terms
+        terms = expand(query, None, base.synonym_weight, base.related_weight).terms
         vector = embedder.embed_query(query)
         dense = {collection.rows[c.chunk_id]: s for c, s in collection.dense_top(vector, DEPTH)}
-        body, fields = collection.bm25_scores(terms), collection.bm25_scores(terms, 1.0)
+        body, fields = collection.bm25_scores(terms, 0.0), collection.bm25_scores(terms, 1.0)
         prepared.append((qid, vector, dense, body, fields - body))
 
     keys = [c.chunk_id for c in collection.chunks]
@@ -265,7 +269,7 @@ def _tune(snapshot: IndexSnapshot, embedder: Embedder, train: BeirDataset) -> di
                     "convex",
                     [BranchHit(str(r), bm25_scores[r], i) for i, r in enumerate(union)],
                     [BranchHit(str(r), dense_scores[r], i) for i, r in enumerate(union)],
-                    dense_weight=dense_weight,
+                    FusionParams(alpha=base.alpha, dense_weight=dense_weight, rrf_k=base.rrf_k),
                 )
                 run[qid] = {keys[int(r)]: score for r, score in fused[:DEPTH]}
             results[(field_weight, dense_weight)] = metrics(train.qrels, run)["ndcg@10"]
@@ -291,7 +295,7 @@ def _latency_floor(snapshot: IndexSnapshot, embedder: Embedder, dataset: BeirDat
         vector_search.append(time.perf_counter() - started)
         terms = [(t, 1.0) for t in analyze(query)]
         started = time.perf_counter()
-        snapshot.bm25_top(terms, DEPTH)
+        snapshot.bm25_top(terms, DEPTH, None, 0.0)
         bm25.append(time.perf_counter() - started)
     parts = {
         "encode_query_p50": statistics.median(encode) * 1000,

@@ -312,7 +312,7 @@ def ingest(
 
 def _open_live_or_none(index_dir: Path) -> IndexSnapshot | None:
     try:
-        return open_live(index_dir, verify=False)
+        return open_live(index_dir, verify=False, memory_map=True)
     except IndexNotFoundError:
         return None
     except IndexCorruptError as exc:

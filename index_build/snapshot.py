@@ -63,7 +63,7 @@ class CollectionIndex:
         spans = [self.doc_chunks[d] for d in documents if d in self.doc_chunks]
         return np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, np.int64)
 
-    def bm25_scores(self, terms: Sequence[tuple[str, float]], field_weight: float = 0.0) -> np.ndarray:
+    def bm25_scores(self, terms: Sequence[tuple[str, float]], field_weight: float) -> np.ndarray:
         """BM25 score of every chunk for weighted, already-analysed terms.
 
         ``Σ_t w_t · bm25(t)`` over the combined title+heading+text index, plus ``field_weight``
@@ -85,7 +85,7 @@ class CollectionIndex:
         self,
         terms: Sequence[tuple[str, float]],
         k: int,
-        field_weight: float = 0.0,
+        field_weight: float,
         documents: Iterable[str] | None = None,
     ) -> list[tuple[Chunk, float]]:
         """The ``k`` best chunks with a positive BM25 score (of ``documents`` only, when given)."""
@@ -173,8 +173,8 @@ class IndexSnapshot:
         self,
         terms: Sequence[tuple[str, float]],
         k: int,
-        collections: Iterable[str] | None = None,
-        field_weight: float = 0.0,
+        collections: Iterable[str] | None,
+        field_weight: float,
         documents: Collection[str] | None = None,
     ) -> list[tuple[Chunk, float]]:
         """BM25 candidates from each chosen collection (and document, when given), merged by score."""
@@ -228,7 +228,7 @@ class IndexSnapshot:
     def chunk_bm25(self, doc_id: str, terms: Sequence[str]) -> np.ndarray:
         """BM25 scores of a document's chunks (in :meth:`chunks_of` order) for analysed terms."""
         collection, start, stop = self._chunk_span(doc_id)
-        return collection.bm25_scores([(t, 1.0) for t in terms])[start:stop]
+        return collection.bm25_scores([(t, 1.0) for t in terms], 0.0)[start:stop]
 
     def _chunk_span(self, doc_id: str) -> tuple[CollectionIndex, int, int]:
         for collection in self.collections.values():
@@ -257,7 +257,7 @@ class IndexSnapshot:
         return sorted(hits, key=lambda h: -h[1])[:k]
 
     def bm25_scores_of(
-        self, chunks: Sequence[Chunk], terms: Sequence[tuple[str, float]], field_weight: float = 0.0
+        self, chunks: Sequence[Chunk], terms: Sequence[tuple[str, float]], field_weight: float
     ) -> list[float]:
         """The BM25 score of each given chunk (for chunks the BM25 branch did not return)."""
         by_collection: dict[str, np.ndarray] = {}
@@ -292,12 +292,12 @@ class IndexSnapshot:
         raise NotFoundError(f"no document with id {doc_id!r} in index version {self.version_id}")
 
 
-def open_live(index_dir: Path, *, verify: bool = True, memory_map: bool = True) -> IndexSnapshot:
+def open_live(index_dir: Path, *, memory_map: bool, verify: bool = True) -> IndexSnapshot:
     """Load the live version of ``index_dir``."""
     return open_version(live_version_dir(index_dir), verify=verify, memory_map=memory_map)
 
 
-def open_version(version_dir: Path, *, verify: bool = True, memory_map: bool = True) -> IndexSnapshot:
+def open_version(version_dir: Path, *, memory_map: bool, verify: bool = True) -> IndexSnapshot:
     """Load one version directory, checking its manifest and checksums.
 
     With ``memory_map`` nothing large is copied into the process: the BM25 matrices and the

@@ -48,12 +48,6 @@ class AgentSettings(BaseModel):
     grade_threshold: float | None = Field(
         None, description="Passages scoring below this are dropped before generation; unset keeps all."
     )
-    context_tokens: int = Field(
-        1300,
-        ge=64,
-        description="Token budget (embedder tokens, passage labels included) of the evidence the answering "
-        "LLM reads; the embedded model's 4,096-token window and speed set the default.",
-    )
     answer_tokens: int = Field(
         160,
         ge=32,

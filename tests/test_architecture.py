@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -96,10 +98,19 @@ def test_server_root_holds_only_the_service_the_settings_and_the_package_face():
         assert face and len(face) > 80, f"server/{room}/__init__.py needs a docstring saying what lives there"
 
 
-def test_no_file_of_server_is_long():
-    """A newcomer reads one job per file: none of server/ is over 400 lines."""
-    lengths = {str(p.relative_to(REPO)): len(p.read_text().splitlines()) for p in SERVER.rglob("*.py")}
-    assert {path: n for path, n in lengths.items() if n > 400} == {}
+MAX_LINES = 400
+
+
+def long_files(paths: list[Path]) -> dict[str, int]:
+    """The files among ``paths`` over ``MAX_LINES`` lines, with their length."""
+    lengths = {str(p.relative_to(REPO)): len(p.read_text().splitlines()) for p in paths}
+    return {path: n for path, n in lengths.items() if n > MAX_LINES}
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_no_file_is_long(package):
+    """A newcomer reads one job per file: no module of any room is over 400 lines."""
+    assert long_files(sorted((REPO / package).rglob("*.py"))) == {}
 
 
 @pytest.mark.parametrize("room", sorted(ROOM_ALLOWED))
@@ -156,3 +167,174 @@ def test_the_citation_rule_catches_a_second_parser(tmp_path):
     assert modules_spelling_the_citation_syntax(sorted(tmp_path.glob("*.py"))) == [
         f"{tmp_path.name}/rogue.py"
     ]
+
+
+PIPELINE = REPO / "pipeline"
+PIPELINE_ROOMS = {"retrieval", "answering"}
+# Which rooms of pipeline/ each may import ("floor" is the shared modules at its top).
+PIPELINE_ALLOWED = {
+    "floor": {"floor"},  # the shared types, errors and text tools stand under both rooms
+    "retrieval": {"floor", "retrieval"},  # finding evidence knows nothing of reading a reply
+    "answering": {"floor", "retrieval", "answering"},
+}
+
+
+def pipeline_room_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in PIPELINE_ROOMS else "floor"
+
+
+def pipeline_room_offenders(room: str, paths: list[Path]) -> dict[str, list[str]]:
+    """For each of ``paths`` (files of ``room``), the rooms of pipeline/ it may not import."""
+    offenders = {}
+    for path in paths:
+        rooms = {pipeline_room_of(m) for m in imported_modules(path) if m.startswith("pipeline.")}
+        if wrong := rooms - PIPELINE_ALLOWED[room]:
+            offenders[path.name] = sorted(wrong)
+    return offenders
+
+
+def pipeline_files(room: str) -> list[Path]:
+    if room == "floor":
+        return sorted(PIPELINE.glob("*.py"))
+    return sorted((PIPELINE / room).rglob("*.py"))
+
+
+@pytest.mark.parametrize("room", sorted(PIPELINE_ALLOWED))
+def test_each_room_of_pipeline_imports_only_what_it_may(room):
+    assert pipeline_room_offenders(room, pipeline_files(room)) == {}
+
+
+def test_the_pipeline_room_rule_catches_retrieval_reading_a_reply(tmp_path):
+    rogue = tmp_path / "search.py"
+    rogue.write_text(
+        "from pipeline.answering.quotes import answering_quotes\nfrom pipeline.types import Chunk\n"
+    )
+    assert pipeline_room_offenders("retrieval", [rogue]) == {"search.py": ["answering"]}
+    floor = tmp_path / "types.py"
+    floor.write_text("from pipeline.retrieval.context import Passage\n")
+    assert pipeline_room_offenders("floor", [floor]) == {"types.py": ["retrieval"]}
+
+
+def unnamed_modules(folder: Path) -> list[str]:
+    """The modules and subpackages of ``folder`` its README.md does not name."""
+    readme = (folder / "README.md").read_text()
+    names = [p.name for p in folder.glob("*.py") if p.name != "__init__.py"]
+    names += [f"{p.name}/" for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    return sorted(name for name in names if f"`{name}`" not in readme and f"[{name}]" not in readme)
+
+
+@pytest.mark.parametrize("folder", ["pipeline", "pipeline/retrieval", "pipeline/answering"])
+def test_each_room_has_a_readme_naming_every_module(folder):
+    assert unnamed_modules(REPO / folder) == []
+
+
+def test_the_readme_rule_catches_a_module_nobody_named(tmp_path):
+    (tmp_path / "README.md").write_text("| `search.py` | ranks passages |\n")
+    (tmp_path / "search.py").write_text("")
+    (tmp_path / "rerank.py").write_text("")
+    assert unnamed_modules(tmp_path) == ["rerank.py"]
+
+
+def setting_defaults() -> tuple[dict[str, list[str]], set[Path]]:
+    """Each knob's leaf name → the settings that declare it with a literal default, and the files
+    that declare settings sections (a section's own declaration is the one default)."""
+    from pydantic import BaseModel
+
+    from server.settings import Settings
+
+    knobs: dict[str, list[str]] = {}
+    files: set[Path] = set()
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for base in model.__mro__:
+            if (
+                isinstance(base, type)
+                and issubclass(base, BaseModel)
+                and base.__module__.split(".")[0] in OURS
+            ):
+                files.add(Path(sys.modules[base.__module__].__file__).resolve())
+        for name, field in model.model_fields.items():
+            section = field.annotation
+            if isinstance(section, type) and issubclass(section, BaseModel):
+                walk(section, f"{prefix}{name}.")
+            elif isinstance(field.default, int | float | str):  # bool is an int
+                knobs.setdefault(name, []).append(f"{prefix}{name}")
+
+    walk(Settings, "")
+    return knobs, files
+
+
+def _literal(node: ast.expr | None) -> bool:
+    """A default a user could want to change: a number, a string or a flag written in place."""
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Field" and node.args:
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and isinstance(node.value, int | float | str)
+
+
+def shadow_defaults(path: Path, knobs: Collection[str]) -> list[str]:
+    """The parameters, class fields and module constants of ``path`` named like a knob of the
+    settings and given a default of their own in place (``fuse(dense_weight=0.5)``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args
+            positional = args.posonlyargs + args.args
+            pairs = [
+                *zip(positional[len(positional) - len(args.defaults) :], args.defaults),
+                *zip(args.kwonlyargs, args.kw_defaults),
+            ]
+            found += [f"{node.name}({a.arg}=…)" for a, d in pairs if a.arg in knobs and _literal(d)]
+        elif isinstance(node, ast.ClassDef):
+            fields = [f for f in node.body if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)]
+            shadows = [f.target.id for f in fields if f.target.id in knobs and _literal(f.value)]
+            found += [f"{node.name}.{name}" for name in shadows]
+    for statement in tree.body:
+        targets = (
+            statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+        )
+        for target in targets:
+            named_like_a_knob = (
+                isinstance(target, ast.Name) and target.id.isupper() and target.id.lower() in knobs
+            )
+            if named_like_a_knob and _literal(statement.value):
+                found.append(target.id)
+    return found
+
+
+# The same word, another thing: a default here is not a second declaration of the setting.
+NOT_THE_SETTING = {
+    "index_build/document.py": {"Block.level"},  # a heading's depth, not log.level
+    "programs/saved.py": {"FORMAT"},  # the saved program file's format tag, not log.format
+    "server/core/status.py": {"index_info(documents=…)"},  # list the documents or not
+    "server/service.py": {"index_info(documents=…)"},  # the same flag at the facade
+}
+
+
+def test_each_setting_has_its_default_in_one_place():
+    """No module outside the settings sections declares its own default for a knob the settings
+    declare: the code takes the setting's value, so a changed default reaches every path."""
+    knobs, section_files = setting_defaults()
+    offenders = {}
+    for package in sorted(SERVING | {"evaluation"}):
+        for path in sorted((REPO / package).rglob("*.py")):
+            if path.resolve() in section_files:
+                continue
+            name = str(path.relative_to(REPO))
+            if shadows := set(shadow_defaults(path, knobs)) - NOT_THE_SETTING.get(name, set()):
+                offenders[name] = sorted(shadows)
+    assert offenders == {}
+
+
+def test_the_default_rule_catches_a_fusion_weight_declared_twice(tmp_path):
+    rogue = tmp_path / "fusion.py"
+    rogue.write_text(
+        "RRF_K = 60\n"
+        "class FusionParams:\n    dense_weight: float = 0.5\n    name: str\n"
+        "def fuse(method, *, alpha: float = 0.7, boosts=None):\n    pass\n"
+    )
+    knobs = {"rrf_k", "dense_weight", "alpha", "fusion"}
+    assert sorted(shadow_defaults(rogue, knobs)) == ["FusionParams.dense_weight", "RRF_K", "fuse(alpha=…)"]

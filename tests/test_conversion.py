@@ -94,7 +94,7 @@ def test_an_ingest_reports_the_crashing_file_and_publishes_the_rest(tmp_path, em
     assert report.published and (report.documents, report.converted) == (4, 4)
     assert [Path(f.path).name for f in report.failures] == ["manual-1.txt"]
     assert "crashed" in report.failures[0].reason
-    snapshot = open_live(tmp_path / "index")
+    snapshot = open_live(tmp_path / "index", memory_map=True)
     sources = {Path(c.source).name for c in snapshot.collections["manuals"].chunks}
     assert sources == {"cryostat.pdf", "manual-0.txt", "manual-2.txt", "transporter.pdf"}
     vectors = snapshot.collections["manuals"].embeddings

@@ -84,7 +84,7 @@ def kill_when(process: subprocess.Popen, ready, timeout: float = 120.0) -> bool:
 
 def assert_previous_version_serves(index: Path, version: str, embedder) -> None:
     assert live_version_id(index) == version
-    snapshot = open_live(index)  # verifies every checksum
+    snapshot = open_live(index, memory_map=True)  # verifies every checksum
     hits = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline", k=1)).hits
     assert Path(hits[0].chunk.source).name == "observing.md"
 
@@ -118,7 +118,7 @@ def test_kill_9_during_ingest_keeps_the_previous_version_live(sample_corpus, tmp
     assert final.returncode == 0, final.stderr.decode()
     assert live_version_id(index) != version
     assert not [p for p in building.iterdir() if p.name.startswith(BUILDING_PREFIX)]
-    snapshot = open_live(index)
+    snapshot = open_live(index, memory_map=True)
     hits = retrieve(
         snapshot, embedder, SearchRequest.of("servicing antenna 17 cryostat", k=3, mode="bm25")
     ).hits

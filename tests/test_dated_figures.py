@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pipeline.answering.extractive import compose_answer
 from pipeline.answering.quotes import quote_candidates
 from pipeline.answering.rule_packs.reporting_periods.dated_figures import misdated_figures
 from pipeline.retrieval.context import Passage
+from tests.composing import compose_answer
 from tests.test_ratios import PACK, shown, table_passages
 
 BALANCE = "(In millions)\n| | October 29, 2023 | January 29, 2023 |"

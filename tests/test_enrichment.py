@@ -24,7 +24,7 @@ def test_enriched_chunks_are_searchable_by_their_context_and_never_situated_twic
         [{"context": "From the zeppelin operations handbook."}] * 50, adapter=dspy.JSONAdapter()
     )
     report = asyncio.run(run_enriched_ingest(settings, [corpus], lm=first_lm))
-    snapshot = open_live(tmp_path / "index")
+    snapshot = open_live(tmp_path / "index", memory_map=True)
     chunks = snapshot.collections["handbook"].chunks
     assert report.published and all(c.context == "From the zeppelin operations handbook." for c in chunks)
     assert len(first_lm.history) == len(chunks)
@@ -37,7 +37,10 @@ def test_enriched_chunks_are_searchable_by_their_context_and_never_situated_twic
     second_lm = DummyLM([{"context": "About travel to the site."}], adapter=dspy.JSONAdapter())
     asyncio.run(run_enriched_ingest(settings, [corpus], lm=second_lm))
     assert len(second_lm.history) == 1
-    contexts = {c.text: c.context for c in open_live(tmp_path / "index").collections["handbook"].chunks}
+    contexts = {
+        c.text: c.context
+        for c in open_live(tmp_path / "index", memory_map=True).collections["handbook"].chunks
+    }
     assert contexts["Visitors fly to Calama."] == "About travel to the site."
 
 

@@ -40,13 +40,18 @@ def test_an_acronym_adds_its_labels_at_lower_weight():
 
 
 def test_multi_word_labels_match_as_whole_runs_after_stemming():
-    assert weights(expand("Is the water vapour radiometer calibrated?", GLOSSARY))[analyze("WVR")[0]] == 0.5
-    assert expand("vapour and water radiometers", GLOSSARY).added == ()
+    assert (
+        weights(expand("Is the water vapour radiometer calibrated?", GLOSSARY, 0.5, 0.25))[analyze("WVR")[0]]
+        == 0.5
+    )
+    assert expand("vapour and water radiometers", GLOSSARY, 0.5, 0.25).added == ()
 
 
 def test_no_glossary_or_no_match_leaves_the_query_alone():
-    assert weights(expand("cryostat warm-up", None)) == {t: 1.0 for t in analyze("cryostat warm-up")}
-    assert expand("cryostat warm-up", GLOSSARY).added == ()
+    assert weights(expand("cryostat warm-up", None, 0.5, 0.25)) == {
+        t: 1.0 for t in analyze("cryostat warm-up")
+    }
+    assert expand("cryostat warm-up", GLOSSARY, 0.5, 0.25).added == ()
 
 
 def test_yaml_and_json_files_load(tmp_path):

@@ -13,7 +13,6 @@ from pipeline.answering.extractive import (
     DOCUMENTS_SAY,
     NOT_IN_DOCUMENTS,
     answer_sentences,
-    compose_answer,
     in_the_documents_words,
     quoted_evidence,
     readable_unit,
@@ -23,6 +22,7 @@ from pipeline.answering.quotes import QuoteCandidate, excerpt
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.retrieval.context import ContextPiece, Passage, whole_passages
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
+from tests.composing import compose_answer
 
 PACK = [ReportingPeriods()]  # the rules for tables by period, where a test is about them
 

@@ -27,7 +27,7 @@ ANSWER = StoredAnswer(
 
 
 def test_the_store_pseudonymises_users_and_retracts_only_the_matching_reaction(tmp_path):
-    store = FeedbackStore(SQLiteDatabase(tmp_path / "f.sqlite3"))
+    store = FeedbackStore(SQLiteDatabase(tmp_path / "f.sqlite3", busy_timeout_s=10.0))
     store.add(Feedback("a1", "slack", user="U1", rating=4, reaction="+1"), ANSWER)
     store.add(Feedback("a1", "slack", user="U1", rating=1, label="Incorrect answer", reaction="x"), ANSWER)
     store.add(Feedback("a1", "slack", user="U2", rating=4, reaction="+1"), ANSWER)
@@ -36,14 +36,16 @@ def test_the_store_pseudonymises_users_and_retracts_only_the_matching_reaction(t
     assert store.retract("a1", "slack", "U1", "+1") == 1
     assert sorted((r.rating, r.reaction) for r in store.records()) == [(1, "x"), (4, "+1")]
 
-    reopened = FeedbackStore(SQLiteDatabase(tmp_path / "f.sqlite3"))  # the pseudonym key is kept in the store
+    reopened = FeedbackStore(
+        SQLiteDatabase(tmp_path / "f.sqlite3", busy_timeout_s=10.0)
+    )  # the pseudonym key is kept in the store
     assert {r.user for r in reopened.records()} <= users
     assert reopened.pseudonym("slack", "U2") in users
     assert reopened.records(since=datetime.now(UTC) + timedelta(minutes=1)) == []
 
 
 def test_feedback_without_a_judgement_or_with_an_unknown_label_is_refused(tmp_path):
-    store = FeedbackStore(SQLiteDatabase(tmp_path / "f.sqlite3"))
+    store = FeedbackStore(SQLiteDatabase(tmp_path / "f.sqlite3", busy_timeout_s=10.0))
     with pytest.raises(InvalidRequestError, match="needs a rating"):
         store.add(Feedback("a1", "http"), ANSWER)
     with pytest.raises(InvalidRequestError, match="unknown label"):
@@ -54,7 +56,7 @@ def test_feedback_without_a_judgement_or_with_an_unknown_label_is_refused(tmp_pa
 
 
 def test_the_summary_puts_the_worst_rated_questions_first(tmp_path):
-    store = FeedbackStore(SQLiteDatabase(tmp_path / "f.sqlite3"))
+    store = FeedbackStore(SQLiteDatabase(tmp_path / "f.sqlite3", busy_timeout_s=10.0))
     good = ANSWER
     bad = StoredAnswer("a2", "c2", "Why?", "No idea.", "answered", "alma", ("kb",), (), "")
     store.add(Feedback("a1", "teams", user="u", rating=5, label="Perfect answer, accurate"), good)

@@ -33,7 +33,7 @@ def test_every_format_is_indexed_and_found_with_its_heading_path(sample_corpus, 
     assert report.published and report.failures == []
     assert (report.documents, report.converted) == (4, 4)
 
-    snapshot = open_live(tmp_path / "index")
+    snapshot = open_live(tmp_path / "index", memory_map=True)
     assert set(snapshot.collections) == {"handbook"}
     expectations = {
         "When is the proposal deadline?": ("observing.md", ("Observing Handbook", "Proposal preparation")),
@@ -57,7 +57,7 @@ def test_every_format_is_indexed_and_found_with_its_heading_path(sample_corpus, 
 
 def test_html_tables_stay_tables(sample_corpus, tmp_path, embedder):
     ingest(tmp_path / "index", [sample_corpus], embedder=embedder)
-    snapshot = open_live(tmp_path / "index")
+    snapshot = open_live(tmp_path / "index", memory_map=True)
     tables = [c for c in snapshot.collections["handbook"].chunks if "| Band 3" in c.text]
     assert tables and "| Band 6 | 211-275" in tables[0].text.replace("  ", " ").replace("  ", " ")
 
@@ -110,7 +110,7 @@ def test_incremental_ingest_reuses_unchanged_files_and_drops_deleted_ones(sample
     # Unchanged sections of the edited file keep their embeddings; only new text is embedded.
     assert second.reused_embeddings >= 3
     assert second.embedded_chunks <= 3
-    snapshot = open_live(index)
+    snapshot = open_live(index, memory_map=True)
     sources = {Path(f.path).name for f in snapshot.files}
     assert sources == {"observing.md", "instruments.html", "pipeline.docx", "safety.md"}
     assert Path(top(snapshot, embedder, "bus to Calama")[0].chunk.source).name == "observing.md"
@@ -145,7 +145,7 @@ def test_folders_become_collections_and_searches_can_be_limited(sample_corpus, t
     ingest(index, [sample_corpus], embedder=embedder)
     ingest(index, [other], embedder=embedder)  # the first folder's documents are kept
 
-    snapshot = open_live(index)
+    snapshot = open_live(index, memory_map=True)
     assert set(snapshot.collections) == {"handbook", "safety"}
     hits = top(snapshot, embedder, "oxygen at the high site", collections=("handbook",), k=5)
     assert hits and all(h.chunk.collection == "handbook" for h in hits)
@@ -163,7 +163,7 @@ def test_a_reader_keeps_its_version_while_new_ones_go_live_and_old_ones_are_prun
 
     async def scenario():
         async with open_service(settings, embedder=embedder) as service:
-            old = open_live(index)
+            old = open_live(index, memory_map=True)
             (sample_corpus / "news.md").write_text(
                 "# News\n\nThe new correlator was commissioned in March.\n"
             )
@@ -229,11 +229,11 @@ def test_an_index_of_an_older_format_is_refused_clearly_and_rebuilt_by_the_next_
     manifest = json.loads(manifest_path.read_text())
     manifest_path.write_text(json.dumps({**manifest, "format_version": 1}))
     with pytest.raises(IndexCorruptError, match="rebuild it with `docfinder ingest`"):
-        open_live(index)
+        open_live(index, memory_map=True)
     report = ingest(index, [sample_corpus], embedder=embedder)
     assert report.published and report.converted == 4
     assert (
-        top(open_live(index), embedder, "proposal deadline")[0].chunk.heading_path[-1]
+        top(open_live(index, memory_map=True), embedder, "proposal deadline")[0].chunk.heading_path[-1]
         == "Proposal preparation"
     )
 
@@ -354,7 +354,7 @@ def test_units_are_pooled_from_their_chunks_and_those_cut_off_are_embedded_alone
 
     cut = WindowlessEmbedder(embedder)
     report = ingest(tmp_path / "cut", [manuals], embedder=cut)  # type: ignore[arg-type]
-    collection = next(iter(open_live(tmp_path / "cut").collections.values()))
+    collection = next(iter(open_live(tmp_path / "cut", memory_map=True).collections.values()))
     headings = {c.chunk_id: c.heading_path for c in collection.chunks}
     texts = [unit_search_text(u, headings[u.chunk_id]) for u in collection.units]
     assert report.pooled_units == 0 and report.embedded_units == len(set(texts))
@@ -363,5 +363,7 @@ def test_units_are_pooled_from_their_chunks_and_those_cut_off_are_embedded_alone
     alone = collection.unit_embeddings[:]
     cosines = (alone * embedder.embed(texts)).sum(axis=1)
     assert cosines.min() >= 0.98, "each unit has its own text's vector"
-    pooled_vectors = next(iter(open_live(tmp_path / "pooled").collections.values())).unit_embeddings[:]
+    pooled_vectors = next(
+        iter(open_live(tmp_path / "pooled", memory_map=True).collections.values())
+    ).unit_embeddings[:]
     assert (pooled_vectors * alone).sum(axis=1).min() < 0.98, "pooled in context"

@@ -59,7 +59,7 @@ def test_each_limit_skips_only_the_document_over_it_and_names_its_flag(tmp_path,
     chunks = skipped("--max-chunks", "3")
     assert set(chunks) == {"attachment.docx", "long.txt"}
     assert all("chunks, over the limit of 3 (--max-chunks" in reason for reason in chunks.values())
-    snapshot = open_live(tmp_path / "max-chunks")
+    snapshot = open_live(tmp_path / "max-chunks", memory_map=True)
     assert {Path(c.source).name for col in snapshot.collections.values() for c in col.chunks} == {
         "guide.md",
         "manual-1.pdf",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, compose_answer, quoted_evidence
+from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, quoted_evidence
 from pipeline.answering.quotes import quote_candidates
 from pipeline.answering.rule_packs.reporting_periods.named_rows import (
     row_the_question_names,
     rows_the_question_names,
 )
 from pipeline.retrieval.context import Passage
+from tests.composing import compose_answer
 from tests.test_ratios import table_passages
 from tests.test_same_rows import PACK, QUARTERS, shown
 

@@ -82,10 +82,11 @@ NEW_STRATEGIES = {
             return {hit.key: hit.score for hit in bm25}
         """,
         """
-        from pipeline.retrieval.fusion import BranchHit, fuse
+        from pipeline.retrieval.fusion import BranchHit, FusionParams, fuse
         from pipeline.retrieval.search import RetrievalConfig
-        RetrievalConfig(fusion="bm25_only")
-        print(fuse("bm25_only", [BranchHit("a", 2.0, 0)], [BranchHit("b", 9.0, 0)]))
+        config = RetrievalConfig(fusion="bm25_only")
+        params = FusionParams(alpha=config.alpha, dense_weight=config.dense_weight, rrf_k=config.rrf_k)
+        print(fuse("bm25_only", [BranchHit("a", 2.0, 0)], [BranchHit("b", 9.0, 0)], params))
         """,
         "[('a', 2.0)]",
     ),

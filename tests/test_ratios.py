@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluation.benchmarks.dev_sets import Reply, unstated_in_answer
-from pipeline.answering.extractive import compose_answer, quoted_evidence, readable_unit
+from pipeline.answering.extractive import quoted_evidence, readable_unit
 from pipeline.answering.quotes import quote_candidates
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.answering.rule_packs.reporting_periods.ratios import (
@@ -14,6 +14,7 @@ from pipeline.answering.rule_packs.reporting_periods.ratios import (
 from pipeline.answering.rule_packs.reporting_periods.row_labels import first_cell
 from pipeline.retrieval.context import ContextPiece, Passage
 from pipeline.types import Chunk, EvidenceUnit
+from tests.composing import compose_answer
 
 HEADER = (
     "(In millions)\n"

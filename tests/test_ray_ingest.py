@@ -62,7 +62,7 @@ def documents(tmp_path_factory) -> Path:
 def local_index(tmp_path_factory, documents, float_embedder) -> IndexSnapshot:
     index = tmp_path_factory.mktemp("local") / "index"
     ingest(index, [documents], embedder=float_embedder)
-    return open_live(index)
+    return open_live(index, memory_map=True)
 
 
 def embedder_on(backend: str, exports: Path, threads: int | None = None):
@@ -113,7 +113,7 @@ def test_ray_builds_the_same_index_as_the_local_engine(
     assert [Path(f.path).name for f in report.failures] == ["broken.pdf"]
     assert report.converted == len(local_index.files) and report.published
     assert report.embedded_chunks == sum(len(c.chunks) for c in local_index.collections.values())
-    assert_same_index(open_live(tmp_path / "index"), local_index)
+    assert_same_index(open_live(tmp_path / "index", memory_map=True), local_index)
 
 
 class WorkerKiller(threading.Thread):
@@ -165,7 +165,7 @@ def test_a_worker_killed_during_ingest_loses_no_document(
         killer.join()
     assert len(killer.killed) == 2, killer.killed
     assert report.converted == len(local_index.files)
-    assert_same_index(open_live(tmp_path / "index"), local_index)
+    assert_same_index(open_live(tmp_path / "index", memory_map=True), local_index)
 
 
 def test_incremental_ingest_on_ray_converts_only_the_changed_file(
@@ -180,7 +180,11 @@ def test_incremental_ingest_on_ray_converts_only_the_changed_file(
     report = ingest(tmp_path / "index", [folder], embedder=embedder, engine=engine)
     assert (report.converted, report.reused, report.removed) == (1, 2, 1)
     ingest(tmp_path / "local", [folder], embedder=embedder)
-    assert_same_index(open_live(tmp_path / "index"), open_live(tmp_path / "local"), min_cosine=0.98)
+    assert_same_index(
+        open_live(tmp_path / "index", memory_map=True),
+        open_live(tmp_path / "local", memory_map=True),
+        min_cosine=0.98,
+    )
 
 
 def test_the_scale_out_benchmark_prints_its_table(cluster, documents, tmp_path):

@@ -43,7 +43,7 @@ def steps(result):
 
 
 def test_hybrid_trace_names_every_stage_and_says_when_no_reranker_runs(index_dir, embedder):
-    result = retrieve(open_live(index_dir), embedder, SearchRequest.of("proposal deadline"))
+    result = retrieve(open_live(index_dir, memory_map=True), embedder, SearchRequest.of("proposal deadline"))
     assert steps(result) == ["bm25", "encode_query", "dense", "complete_scores", "rerank", "fuse", "select"]
     rerank = result.trace[4]
     assert rerank["reranker"] is None and "branch scores" in rerank["note"]
@@ -53,7 +53,7 @@ def test_hybrid_trace_names_every_stage_and_says_when_no_reranker_runs(index_dir
 
 
 def test_convex_fusion_gives_single_branch_candidates_their_true_other_score(index_dir, embedder):
-    snapshot = open_live(index_dir)
+    snapshot = open_live(index_dir, memory_map=True)
     config = RetrievalConfig(candidates=2, max_passages=10)
     result = retrieve(snapshot, embedder, SearchRequest.of("proposal deadline", k=10), config)
     completed = result.trace[3]
@@ -67,7 +67,7 @@ def test_convex_fusion_gives_single_branch_candidates_their_true_other_score(ind
 
 
 def test_cap_and_minimum_score(index_dir, embedder):
-    snapshot = open_live(index_dir)
+    snapshot = open_live(index_dir, memory_map=True)
     capped = retrieve(
         snapshot, embedder, SearchRequest.of("proposal deadline"), RetrievalConfig(max_passages=2)
     )
@@ -79,7 +79,7 @@ def test_cap_and_minimum_score(index_dir, embedder):
 
 
 def test_collection_boosts_reorder_results(index_dir, embedder):
-    snapshot = open_live(index_dir)
+    snapshot = open_live(index_dir, memory_map=True)
     request = SearchRequest.of("proposal deadline", k=2)
     for favoured in ("handbook", "ops"):
         boosted = SearchRequest.of("proposal deadline", k=2, boosts={favoured: 3.0})
@@ -90,7 +90,7 @@ def test_collection_boosts_reorder_results(index_dir, embedder):
 
 
 def test_variants_are_each_retrieved_and_merged(index_dir, embedder):
-    snapshot = open_live(index_dir)
+    snapshot = open_live(index_dir, memory_map=True)
     request = SearchRequest(queries=("cryostat warm up", "helpdesk opening hours"), k=10)
     result = retrieve(snapshot, embedder, request)
     sources = {Path(h.chunk.source).name for h in result.hits[:4]}
@@ -101,7 +101,10 @@ def test_variants_are_each_retrieved_and_merged(index_dir, embedder):
 
 def test_mmr_on_the_dense_branch_is_traced(index_dir, embedder):
     result = retrieve(
-        open_live(index_dir), embedder, SearchRequest.of("deadline"), RetrievalConfig(mmr_lambda=0.5)
+        open_live(index_dir, memory_map=True),
+        embedder,
+        SearchRequest.of("deadline"),
+        RetrievalConfig(mmr_lambda=0.5),
     )
     dense = next(s for s in result.trace if s["step"] == "dense")
     assert dense["mmr_lambda"] == 0.5 and dense["candidates"]
@@ -109,18 +112,23 @@ def test_mmr_on_the_dense_branch_is_traced(index_dir, embedder):
 
 def test_glossary_expansion_reaches_bm25_and_the_trace(index_dir, embedder):
     glossary = Glossary.of([Concept("Observing Tool", acronyms=("OT",))])
-    result = retrieve(open_live(index_dir), embedder, SearchRequest.of("OT", mode="bm25"), glossary=glossary)
+    result = retrieve(
+        open_live(index_dir, memory_map=True),
+        embedder,
+        SearchRequest.of("OT", mode="bm25"),
+        glossary=glossary,
+    )
     assert result.trace[0]["expansion"][0]["concept"] == "Observing Tool"
     assert Path(result.hits[0].chunk.source).name == "observing.md"
-    plain = retrieve(open_live(index_dir), embedder, SearchRequest.of("OT", mode="bm25"))
+    plain = retrieve(open_live(index_dir, memory_map=True), embedder, SearchRequest.of("OT", mode="bm25"))
     assert plain.hits == []
 
 
 def test_field_weight_favours_heading_matches(index_dir, embedder):
-    snapshot = open_live(index_dir)
+    snapshot = open_live(index_dir, memory_map=True)
     terms = [("imag", 1.0)]
-    plain = snapshot.bm25_top(terms, 5)
-    weighted = snapshot.bm25_top(terms, 5, field_weight=2.0)
+    plain = snapshot.bm25_top(terms, 5, None, field_weight=0.0)
+    weighted = snapshot.bm25_top(terms, 5, None, field_weight=2.0)
     assert weighted[0][0].heading_path[-1] == "Imaging"
     assert weighted[0][1] > plain[0][1]
 
@@ -145,7 +153,7 @@ def test_tiny_cross_encoder_loads_and_scores_deterministically(tiny_reranker):
 
 
 def test_reranker_scores_drive_the_reference_fusion(index_dir, embedder, tiny_reranker):
-    snapshot = open_live(index_dir)
+    snapshot = open_live(index_dir, memory_map=True)
     request = SearchRequest.of("proposal deadline", k=5)
     result = retrieve(
         snapshot, embedder, request, RetrievalConfig(fusion="reference"), reranker=tiny_reranker

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pipeline.answering.extractive import compose_answer, quoted_evidence, readable_unit
+from pipeline.answering.extractive import quoted_evidence, readable_unit
 from pipeline.answering.quotes import quote_candidates
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.answering.rule_packs.reporting_periods.same_rows import same_rows_elsewhere
 from pipeline.retrieval.context import ContextPiece, Passage
 from pipeline.types import Chunk, EvidenceUnit
+from tests.composing import compose_answer
 
 PACK = [ReportingPeriods()]  # the same rows come with the reporting-periods rule pack
 

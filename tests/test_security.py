@@ -199,7 +199,7 @@ def test_ingest_does_not_follow_links_out_of_its_folders_and_reports_them(tmp_pa
     assert report.documents == 1, "the guide once, not again under the link to it"
     from index_build.snapshot import open_live
 
-    snapshot = open_live(tmp_path / "index")
+    snapshot = open_live(tmp_path / "index", memory_map=True)
     assert all("hunter2" not in c.text for col in snapshot.collections.values() for c in col.chunks)
 
 
@@ -223,7 +223,7 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_named_and_the_rest_ingested
     assert "caf\\xe9 notes.md" in said and "file name is not valid UTF-8" in said
     from index_build.snapshot import open_live
 
-    assert [Path(f.path).name for f in open_live(tmp_path / "index").files] == ["guide.md"]
+    assert [Path(f.path).name for f in open_live(tmp_path / "index", memory_map=True).files] == ["guide.md"]
 
 
 def test_control_characters_in_a_file_name_reach_neither_the_terminal_nor_the_log(tmp_path):

@@ -27,7 +27,7 @@ def database_factory(request, tmp_path):
     if request.param == "sqlite":
 
         def factory() -> Database:
-            opened.append(SQLiteDatabase(tmp_path / "store.sqlite3"))
+            opened.append(SQLiteDatabase(tmp_path / "store.sqlite3", busy_timeout_s=10.0))
             return opened[-1]
 
         yield factory
@@ -35,7 +35,7 @@ def database_factory(request, tmp_path):
         with fresh_database() as test_dsn:
 
             def factory() -> Database:
-                opened.append(PostgresDatabase(test_dsn))
+                opened.append(PostgresDatabase(test_dsn, busy_timeout_s=10.0))
                 return opened[-1]
 
             yield factory
@@ -167,7 +167,7 @@ def test_the_service_uses_postgresql_when_a_dsn_is_set(tmp_path, embedder):
         )
         result = asyncio.run(scenario(settings))
     assert not (tmp_path / ".docfinder").exists(), "nothing went to SQLite"
-    database = open_database(dsn, tmp_path / "unused.sqlite3")
+    database = open_database(dsn, tmp_path / "unused.sqlite3", busy_timeout_s=10.0)
     try:
         with database.transaction() as tx:
             rows = tx.execute(

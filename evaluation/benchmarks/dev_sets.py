@@ -231,7 +231,11 @@ async def _ask_plain(service: Any, text: str, history: tuple[str, str] | None) -
     query = f"{history[0]} {text}" if history else text
     found = await service.search(query, k=service.settings.context.candidates)
     config = service.settings.context.model_copy(
-        update={"selection": "topk", "order": "score", "budget_tokens": service.settings.agent.context_tokens}
+        update={
+            "selection": "topk",
+            "order": "score",
+            "budget_tokens": service.settings.context.budget_tokens,
+        }
     )
     passages: list[Passage] = (await service.assemble_context(found, config)).passages()
     asked = (

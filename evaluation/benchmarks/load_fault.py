@@ -228,7 +228,7 @@ def _mixed_versions(answers: list[dict[str, Any]], index: Path) -> int:
     for answer in answers:
         version = answer.get("index_version", "")
         if version not in texts:
-            snapshot = open_version(index / VERSIONS / version, verify=False)
+            snapshot = open_version(index / VERSIONS / version, verify=False, memory_map=True)
             collections = snapshot.collections.values()
             chunks = [c for collection in collections for c in collection.chunks]
             headers = {u.table_header for collection in collections for u in collection.units}

@@ -183,7 +183,7 @@ def _serve(index_dir: Path, memory_map: bool) -> tuple[subprocess.Popen[str], di
     return process, json.loads(line)
 
 
-def measure_serving(index_dir: Path, memory_map: bool = True) -> dict[str, Any]:
+def measure_serving(index_dir: Path, memory_map: bool) -> dict[str, Any]:
     """One serving process, then a second beside it: memory and search latency."""
     first, report = _serve(index_dir, memory_map)
     second = None

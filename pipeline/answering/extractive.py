@@ -48,7 +48,6 @@ from pipeline.text import analyze
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
 QUOTE_LIMIT = 3  # quotes under an answer: each one that answers, never a dump of the context
 QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
-REPLY_CHARS = 450  # characters of a whole reply, about: the quotes fill what the answer leaves
 MIN_QUOTE_CHARS = 80  # a quote is cut no shorter; less room left than this ends the quotes
 NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
 NOT_IN_DOCUMENTS = "The documents do not say."
@@ -165,7 +164,7 @@ def compose_answer(
     rules: Sequence[AnswerRules] = (),
     limit: int = QUOTE_LIMIT,
     absent: Sequence[str] = (),
-    reply_chars: int = REPLY_CHARS,
+    reply_chars: int,
 ) -> ComposedAnswer:
     """The answer built from the model's ``reply`` to ``question`` over ``passages`` (the
     evidence it read, numbered from 1); see the module docstring.

@@ -26,7 +26,7 @@ from pipeline.retrieval.context import Passage
 from pipeline.retrieval.ordering import is_list_item, split_sentences
 from pipeline.text import analyze, is_contents_line
 
-FIGURE_WEIGHT = 2.0  # a shared figure outweighs any number of shared words
+SHARED_FIGURE_WEIGHT = 2.0  # a shared figure outweighs any number of shared words
 RETRIEVAL_WEIGHT = 0.1  # the retrieval score only breaks ties
 MIN_OVERLAP = 0.5  # shared words, over the square root of the unit's words, that make a match
 TERM_SEPARATOR = " — "  # between a definition's term and its description (index_build.docling_blocks)
@@ -142,7 +142,11 @@ def best_matches(
         named = content_words(candidate.heading) - terms  # what its section's heading calls it
         shared = len(wanted_terms & terms) + len(wanted_terms & named)
         overlap = shared / math.sqrt(len(terms)) if terms else 0.0
-        value = FIGURE_WEIGHT * shared_figures + overlap + RETRIEVAL_WEIGHT * candidate.score / top_retrieval
+        value = (
+            SHARED_FIGURE_WEIGHT * shared_figures
+            + overlap
+            + RETRIEVAL_WEIGHT * candidate.score / top_retrieval
+        )
         return value, shared_figures
 
     scored = [(c, *match(c)) for c in candidates]

@@ -52,7 +52,11 @@ class ContextConfig(BaseModel):
         "applies document, score and pingpong (its passages) and refuses the others.",
     )
     budget_tokens: int = Field(
-        2000, ge=64, description="Token budget of the context (T_max) for `search --context` and evaluation."
+        1300,
+        ge=64,
+        description="Token budget (embedder tokens, passage labels included) of the evidence the answering "
+        "LLM reads, and of `search --context`; the embedded model's 4,096-token window and speed set the "
+        "default.",
     )
     candidates: int = Field(40, ge=1, description="Retrieved passages that context selection chooses from.")
     mmr_alpha: float = Field(0.7, ge=0, le=1, description="MMR relevance/diversity trade-off.")

@@ -90,9 +90,7 @@ def _contains(terms: list[str], run: tuple[str, ...]) -> bool:
     return any(tuple(terms[i : i + n]) == run for i in range(len(terms) - n + 1))
 
 
-def expand(
-    query: str, glossary: Glossary | None, synonym_weight: float = 0.5, related_weight: float = 0.25
-) -> Expansion:
+def expand(query: str, glossary: Glossary | None, synonym_weight: float, related_weight: float) -> Expansion:
     """The BM25 terms for ``query``: its own at weight 1, plus glossary alternatives."""
     own = analyze(query)
     weights: dict[str, float] = {}

@@ -17,9 +17,6 @@ from pipeline.registry import Registry
 
 K = TypeVar("K", bound=Hashable)
 
-RRF_K = 60
-REFERENCE_ALPHA = 0.7
-
 
 @dataclass(frozen=True, slots=True)
 class BranchHit:
@@ -30,7 +27,7 @@ class BranchHit:
     rank: int
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> list[tuple[K, float]]:
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int) -> list[tuple[K, float]]:
     """Reciprocal rank fusion: score(d) = Σ over lists of 1 / (k + rank(d)), rank 1-based.
 
     Ties keep the order in which keys were first seen, so the result is deterministic.
@@ -54,11 +51,12 @@ def min_max(scores: Mapping[str, float]) -> dict[str, float]:
 
 @dataclass(frozen=True, slots=True)
 class FusionParams:
-    """The knobs a fusion may read (from :class:`pipeline.retrieval.search.RetrievalConfig`)."""
+    """The knobs a fusion may read; their defaults live in the settings
+    (:class:`pipeline.retrieval.search.RetrievalConfig`)."""
 
-    alpha: float = REFERENCE_ALPHA
-    dense_weight: float = 0.5
-    rrf_k: int = RRF_K
+    alpha: float
+    dense_weight: float
+    rrf_k: int
 
 
 Boost = Callable[[str], float]  # a candidate's key → its collection weight (w_coll)
@@ -71,15 +69,13 @@ def fuse(
     method: str,
     bm25: Sequence[BranchHit],
     dense: Sequence[BranchHit],
+    params: FusionParams,
     *,
     boosts: Mapping[str, float] | None = None,
-    alpha: float = REFERENCE_ALPHA,
-    dense_weight: float = 0.5,
-    rrf_k: int = RRF_K,
 ) -> list[tuple[str, float]]:
     """Fuse the two branches; returns (key, score) best first. ``boosts`` maps key → w_coll."""
     boost = (lambda key: boosts.get(key, 1.0)) if boosts else (lambda key: 1.0)
-    scores = FUSIONS[method](bm25, dense, boost, FusionParams(alpha, dense_weight, rrf_k))
+    scores = FUSIONS[method](bm25, dense, boost, params)
     return sorted(scores.items(), key=lambda item: -item[1])
 
 

@@ -23,7 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.protocols import Embedder
 from pipeline.retrieval.expansion import Glossary, expand
-from pipeline.retrieval.fusion import FUSIONS, BranchHit, fuse, merge_variants, threshold_and_cap
+from pipeline.retrieval.fusion import (
+    FUSIONS,
+    BranchHit,
+    FusionParams,
+    fuse,
+    merge_variants,
+    threshold_and_cap,
+)
 from pipeline.retrieval.mmr import mmr_select
 from pipeline.types import Chunk, SearchHit, model_text
 
@@ -39,8 +46,8 @@ class SearchableIndex(Protocol):
         self,
         terms: Sequence[tuple[str, float]],
         k: int,
-        collections: Sequence[str] | None = None,
-        field_weight: float = 0.0,
+        collections: Sequence[str] | None,
+        field_weight: float,
         documents: Collection[str] | None = None,
     ) -> list[tuple[Chunk, float]]: ...
 
@@ -59,7 +66,7 @@ class SearchableIndex(Protocol):
     def embedding(self, chunk: Chunk) -> np.ndarray: ...
 
     def bm25_scores_of(
-        self, chunks: Sequence[Chunk], terms: Sequence[tuple[str, float]], field_weight: float = 0.0
+        self, chunks: Sequence[Chunk], terms: Sequence[tuple[str, float]], field_weight: float
     ) -> list[float]: ...
 
 
@@ -337,10 +344,8 @@ def _rank(
         config.fusion,
         bm25_hits,
         dense_hits,
+        FusionParams(alpha=config.alpha, dense_weight=config.dense_weight, rrf_k=config.rrf_k),
         boosts=boosts,
-        alpha=config.alpha,
-        dense_weight=config.dense_weight,
-        rrf_k=config.rrf_k,
     )
     tracer.record(
         "fuse",

@@ -233,8 +233,7 @@ class Asker:
     def _retriever(self, snapshot: IndexSnapshot, collections: list[str] | None) -> Retriever:
         """The agent's retrieval for one question: hybrid search with the agent's context, on one
         pinned index version, keeping the documents the question named for rewritten queries."""
-        agent = self.settings.agent
-        agent_context = self.settings.context.model_copy(update={"budget_tokens": agent.context_tokens})
+        context = self.settings.context  # the one budget: what the answering LLM reads
         question_scope: list[DocumentScope] = []
 
         async def retrieve(queries: Sequence[str], domain: str | None, mode: str) -> Retrieved:
@@ -244,7 +243,7 @@ class Asker:
                 mode=mode,
                 collections=collections,
                 domain=domain,
-                context=agent_context if mode != "sparse" else None,
+                context=context if mode != "sparse" else None,
                 pinned=snapshot,  # an index swap mid-question must not mix two versions in one answer
                 # A rewritten query that names no document keeps the documents the question named.
                 scope=question_scope[0] if question_scope else None,

@@ -57,7 +57,9 @@ async def run_enriched_ingest(
     from server.models.enrichment import EnrichmentCache, LLMEnricher
 
     settings = settings.changed({"ingest.chunking.contextual": True})
-    cache = EnrichmentCache(settings.index.dir / "enrichment.sqlite3")
+    cache = EnrichmentCache(
+        settings.index.dir / "enrichment.sqlite3", settings.stores.database_busy_timeout_s
+    )
     async with AsyncExitStack() as stack:
         model = lm if lm is not None else await stack.enter_async_context(open_lm(settings))
         stack.callback(cache.close)

@@ -21,7 +21,7 @@ from pipeline.protocols import Embedder
 class LiveIndex:
     """The snapshot of ``index_dir``'s live version, reloaded when another goes live."""
 
-    def __init__(self, index_dir: Path, embedder: Callable[[], Embedder], memory_map: bool = True) -> None:
+    def __init__(self, index_dir: Path, embedder: Callable[[], Embedder], memory_map: bool) -> None:
         self.index_dir = index_dir
         self._embedder = embedder
         self._memory_map = memory_map

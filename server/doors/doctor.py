@@ -226,11 +226,11 @@ async def check_llm(settings: Settings) -> Check:
 
 
 async def _check_llm_server(settings: Settings) -> Check:
-    from server.models.llm import probe_llm_server
+    from server.models.llm import STARTUP_PROBE_TIMEOUT_S, probe_llm_server
 
     base = settings.llm.api_base
     assert base is not None
-    problem = await probe_llm_server(base, settings.llm.api_key.get_secret_value())
+    problem = await probe_llm_server(base, settings.llm.api_key.get_secret_value(), STARTUP_PROBE_TIMEOUT_S)
     if problem is not None:
         return Check(
             "llm",
@@ -262,8 +262,9 @@ async def _one_token_check(settings: Settings) -> Check:
         async with LlamaServer(
             model,
             log_path=settings.llm.model_cache_dir / "llama-server-doctor.log",
-            n_ctx=512,
+            n_ctx=512,  # one token of a one-line prompt
             threads=settings.llm.threads,
+            prompt_cache_mb=0,  # nothing to reuse in one call
         ) as server:
             loaded = time.perf_counter() - started
             try:
@@ -317,7 +318,9 @@ async def check_database(settings: Settings) -> Check:
     from server.stores.database import open_database
 
     def select_one() -> None:
-        database = open_database(url, settings.stores.conversations_path)
+        database = open_database(
+            url, settings.stores.conversations_path, settings.stores.database_busy_timeout_s
+        )
         try:
             with database.transaction() as tx:
                 tx.execute("SELECT 1")

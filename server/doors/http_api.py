@@ -275,7 +275,7 @@ async def _search(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     result = await service.search(
         service.check_question(body.query),
-        k=body.k,
+        k=body.k or service.settings.retrieval.k,
         mode=body.mode,
         collections=body.collections,
         caller=request[CALLER],

@@ -161,13 +161,17 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
 
     @tool(SearchBody)
     async def search(
-        query: str, k: int, mode: str, collections: list[str] | None, ctx: Context | None = None
+        query: str, k: int | None, mode: str, collections: list[str] | None, ctx: Context | None = None
     ) -> SearchOut:
         """Search the documentation and return ranked passages with score, source, page, heading and
         passage id, without writing an answer. Fast (milliseconds)."""
         caller = caller_of(ctx)
         result = await service.search(
-            service.check_question(query), k=k, mode=mode, collections=collections, caller=caller
+            service.check_question(query),
+            k=k or service.settings.retrieval.k,
+            mode=mode,
+            collections=collections,
+            caller=caller,
         )
         return search_out(result, _public(service, caller))
 

@@ -62,7 +62,12 @@ class SearchBody(_Strict):
     query: str = Field(
         min_length=1, max_length=MAX_TEXT_CHARS, description="Words or a question to search for."
     )
-    k: int = Field(10, ge=1, le=MAX_SEARCH_K, description="How many passages to return.")
+    k: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SEARCH_K,
+        description="How many passages to return; unset: the setting retrieval.k.",
+    )
     mode: Literal["hybrid", "bm25", "dense", "sparse"] = Field(
         "hybrid", description="hybrid (default), bm25 (keywords), dense (meaning) or sparse (rare facts)."
     )

@@ -75,9 +75,9 @@ class LlamaServer(SupervisedServer):
         model: Path,
         *,
         log_path: Path,
-        n_ctx: int = 4096,
-        threads: int | None = None,
-        prompt_cache_mb: int = 0,
+        n_ctx: int,
+        threads: int | None,
+        prompt_cache_mb: int,
         start_timeout_s: float = 180,
     ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:

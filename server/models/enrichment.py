@@ -23,8 +23,8 @@ _TABLE = "CREATE TABLE IF NOT EXISTS contexts (content_hash TEXT PRIMARY KEY, co
 class EnrichmentCache:
     """content hash → context, in one SQLite file (WAL), safe across threads."""
 
-    def __init__(self, path: Path) -> None:
-        self._db = SQLiteDatabase(path)
+    def __init__(self, path: Path, busy_timeout_s: float) -> None:
+        self._db = SQLiteDatabase(path, busy_timeout_s)
         create_tables(self._db, {"sqlite": _TABLE, "postgresql": _TABLE})
 
     def get(self, content_hash: str) -> str | None:

@@ -13,7 +13,13 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from pipeline.answers import AgentAnswer
-from server.models.llm import LLMProblem, make_adapter, open_language_model, probe_llm_server
+from server.models.llm import (
+    STARTUP_PROBE_TIMEOUT_S,
+    LLMProblem,
+    make_adapter,
+    open_language_model,
+    probe_llm_server,
+)
 from server.models.llm_health import PROBE_TIMEOUT_S, LLMHealth
 from server.runtime.supervised_server import SupervisedServer
 from server.settings import Settings
@@ -51,7 +57,9 @@ class LanguageModel:
         if base is None:
             await self.get()
             return
-        problem = await probe_llm_server(base, self.settings.llm.api_key.get_secret_value())
+        problem = await probe_llm_server(
+            base, self.settings.llm.api_key.get_secret_value(), STARTUP_PROBE_TIMEOUT_S
+        )
         self.health.observe(problem)
         if problem is not None:
             log.error(

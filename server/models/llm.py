@@ -86,7 +86,12 @@ class LLMProblem:
     detail: str
 
 
-async def probe_llm_server(api_base: str, api_key: str = "", timeout_s: float = 5.0) -> LLMProblem | None:
+# Fixed, not a setting: how long start and `doctor` wait for a configured LLM server to list its
+# models. A slower server is reported as not answering; questions still wait llm.timeout_s.
+STARTUP_PROBE_TIMEOUT_S = 5.0
+
+
+async def probe_llm_server(api_base: str, api_key: str, timeout_s: float) -> LLMProblem | None:
     """What is wrong with the OpenAI-compatible server at ``api_base`` (``GET /models``), or None.
 
     Asked at start, so that an unreachable server is reported then, with its URL, rather than

@@ -52,7 +52,7 @@ class SQLiteDatabase:
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: Path, busy_timeout_s: float = 10.0) -> None:
+    def __init__(self, path: Path, busy_timeout_s: float) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
@@ -117,7 +117,7 @@ class PostgresDatabase:
 
     dialect: Dialect = "postgresql"
 
-    def __init__(self, dsn: str, max_connections: int = 8, timeout_s: float = 10.0) -> None:
+    def __init__(self, dsn: str, busy_timeout_s: float, max_connections: int = 8) -> None:
         import psycopg
         from psycopg_pool import ConnectionPool
 
@@ -127,11 +127,11 @@ class PostgresDatabase:
                 dsn,
                 min_size=1,
                 max_size=max_connections,
-                timeout=timeout_s,
+                timeout=busy_timeout_s,
                 open=True,
                 kwargs={"autocommit": True},
             )
-            self._pool.wait(timeout=timeout_s)
+            self._pool.wait(timeout=busy_timeout_s)
         except (psycopg.OperationalError, TimeoutError) as exc:
             raise DatabaseUnavailableError(f"cannot connect to PostgreSQL: {exc}") from exc
         except psycopg.ProgrammingError as exc:
@@ -174,13 +174,13 @@ def _placeholders(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-def open_database(url: str | None, sqlite_path: Path, busy_timeout_s: float = 10.0) -> Database:
+def open_database(url: str | None, sqlite_path: Path, busy_timeout_s: float) -> Database:
     """PostgreSQL when ``url`` is a ``postgresql://`` DSN, else the SQLite file ``sqlite_path``."""
     if url is None:
         return SQLiteDatabase(sqlite_path, busy_timeout_s)
     if not url.startswith(("postgresql://", "postgres://")):
         raise ConfigurationError(f"must be a postgresql:// DSN, not {url.split(':', 1)[0]}://…")
-    return PostgresDatabase(url)
+    return PostgresDatabase(url, busy_timeout_s)
 
 
 # Held while a PostgreSQL transaction creates tables: replicas starting together on a fresh

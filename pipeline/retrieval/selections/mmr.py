@@ -18,9 +18,7 @@ def mmr(selection: SelectionInput) -> list[ContextPiece]:
     )
 
 
-def select_mmr(
-    items: Sequence[Item], budget: int, alpha: float = 0.7, window: int | None = None
-) -> list[Item]:
+def select_mmr(items: Sequence[Item], budget: int, alpha: float, window: int | None = None) -> list[Item]:
     """MMR under a budget: each step takes ``argmax α·score − (1−α)·max sim(item, recent)``.
 
     ``recent`` is the last ``window`` selections (all of them when ``window`` is None), as in
