@@ -17,16 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from index_build.builder import (
-    EMBED_BATCH,
-    IngestOptions,
-    IngestProgress,
-    NoProgress,
-    VersionPart,
-    built_by,
-    write_version,
-)
+from index_build.builder import VersionPart, write_version
+from index_build.embedding_worker import EMBED_BATCH
+from index_build.ingest_report import IngestProgress, NoProgress
 from index_build.layout import writer_lock
+from index_build.manifests import built_by
+from index_build.options import IngestOptions
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import collection_name, file_sha256
 from index_build.version import FileRecord

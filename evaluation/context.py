@@ -39,7 +39,7 @@ from typing import Any
 
 from evaluation.answers import collection_folders
 from evaluation.questions import Question, corpus_name, dataset_docs, load_questions, phrases_found
-from index_build.builder import IngestProgress, NoProgress
+from index_build.ingest_report import IngestProgress, NoProgress
 from pipeline.figures import all_numbers, figures, stated_figures
 from pipeline.retrieval.context import ContextConfig
 from pipeline.retrieval.conversation import search_query

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.answering.extractive import says_documents_do_not_answer
+from pipeline.answering.sentences import says_documents_do_not_answer
 from pipeline.errors import ConfigurationError
 
 _FOLDED = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "‑": "-", "\u00a0": " "})

@@ -25,7 +25,7 @@ import numpy as np
 
 from evaluation.beir import BeirDataset, index_corpus, load_split
 from evaluation.extra import require
-from index_build.builder import IngestProgress, NoProgress
+from index_build.ingest_report import IngestProgress, NoProgress
 from index_build.snapshot import IndexSnapshot
 from pipeline.protocols import Embedder
 from pipeline.retrieval.abbreviations import abbreviation_glossary

@@ -8,21 +8,17 @@ ingested from other folders are kept as they are. Bad files are reported and ski
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
-from index_build.chunking import CHUNKERS, ChunkingOptions
+from index_build.chunking import CHUNKERS
 from index_build.conversion import (
     ConversionJob,
     ConversionPool,
@@ -33,8 +29,21 @@ from index_build.conversion import (
     failure_reason,
 )
 from index_build.convert import SUPPORTED_SUFFIXES
-from index_build.document import ParsedDocument
-from index_build.evidence import EVIDENCE_VERSION
+from index_build.embedding_worker import (
+    EmbeddingWorker,
+    stacked_vectors,
+)
+from index_build.ingest_report import (
+    DocumentsOf,
+    EngineOutcomes,
+    Enricher,
+    Failure,
+    IngestedDocument,
+    IngestEngine,
+    IngestProgress,
+    IngestReport,
+    NoProgress,
+)
 from index_build.layout import (
     building_dir,
     new_version_id,
@@ -44,11 +53,12 @@ from index_build.layout import (
     writer_lock,
 )
 from index_build.limits import MB, IngestLimits, expanded_bytes
+from index_build.manifests import built_by, chunking_manifest, embedder_manifest
+from index_build.options import IngestOptions
 from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import SourceFile, discover, file_sha256
 from index_build.version import (
     COLLECTIONS,
-    Bm25Params,
     CollectionData,
     FileRecord,
     write_collection,
@@ -56,20 +66,12 @@ from index_build.version import (
 )
 from pipeline.errors import ConfigurationError, DocumentError, IndexCorruptError, IndexNotFoundError
 from pipeline.protocols import Embedder, Tokenizer
-from pipeline.retrieval.sparse import DEFAULT_THRESHOLD
 from pipeline.types import (
-    MODEL_TEXT_VERSION,
     Chunk,
     EvidenceUnit,
-    Span,
-    model_text,
-    unit_search_text,
-    unit_spans,
 )
 
 log = logging.getLogger(__name__)
-
-EMBED_BATCH = 64
 
 
 def _worth_a_child(path: Path, limits: IngestLimits) -> bool:
@@ -79,162 +81,6 @@ def _worth_a_child(path: Path, limits: IngestLimits) -> bool:
         return expanded_bytes(path) > limits.convert_here_max_mb * MB
     except (DocumentError, OSError):
         return True  # its conversion reports what is wrong with it
-
-
-LENGTH_CLASS_CHARS = 64  # texts this close in length (about 15 tokens) are embedded together
-
-
-class RayOptions(BaseModel):
-    """Where and how wide the Ray engine runs (the ``ingest.ray`` settings section)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    address: str | None = Field(
-        None,
-        pattern=r"^(auto|[A-Za-z0-9][A-Za-z0-9.-]*:[0-9]{1,5})$",
-        description="Ray cluster to join, from one of its nodes (head:6379, or auto for the node's own); "
-        "unset starts a local one.",
-    )
-    workers: int = Field(
-        2,
-        ge=1,
-        le=1024,
-        description="Converting actors, and as many embedding actors (up to twice as many once "
-        "conversion is done), one CPU each; a local cluster gets twice this many CPUs.",
-    )
-
-
-class IngestOptions(BaseModel):
-    """What shapes a build (the ``ingest`` settings section): chunking, BM25 parameters,
-    retention, the PDF pipeline, the limits, and how many child processes convert files."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    chunking: ChunkingOptions = Field(default_factory=ChunkingOptions, description="Chunking.")
-    bm25: Bm25Params = Field(default_factory=Bm25Params, description="BM25.")
-    limits: IngestLimits = Field(default_factory=IngestLimits, description="What a document may expand to.")
-    keep_versions: int = Field(
-        3, ge=1, le=100, description="Index versions kept on disk, the live one included."
-    )
-    pdf_models_dir: Path | None = Field(
-        None,
-        description="docling layout/table model artifacts; when set, PDFs use docling's standard pipeline.",
-    )
-    sparse_threshold: float = Field(
-        DEFAULT_THRESHOLD,
-        gt=0,
-        le=1,
-        description="A chunk is sparse if no other chunk is this similar (and it has unique facts).",
-    )
-    convert_processes: int = Field(
-        1,
-        ge=0,
-        le=64,
-        description="Child processes that convert and chunk PDFs and larger files while ingest embeds, "
-        "each under the memory and time limits; 0 converts every file in the ingesting process, "
-        "without those limits.",
-    )
-    engine: Literal["local", "ray"] = Field(
-        "local",
-        description="Where files convert and embed: this process and its children, or a Ray cluster "
-        "(needs docfinder[ray]; ingest.ray says which).",
-    )
-    ray: RayOptions = Field(default_factory=RayOptions, description="The Ray engine.")
-
-
-# Writes one or two sentences situating a chunk in its document (contextual enrichment).
-Enricher = Callable[[ParsedDocument, Chunk], str]
-
-
-class IngestProgress(Protocol):
-    """Receives progress as ingest runs (the CLI draws rich progress bars from it)."""
-
-    def start(self, task: str, total: int | None) -> None:
-        """A task (``files``, ``pages``, ``chunks``, ``embeddings``) begins."""
-        ...
-
-    def advance(self, task: str, amount: int = 1) -> None:
-        """``amount`` more units of ``task`` are done."""
-        ...
-
-
-class NoProgress:
-    """An :class:`IngestProgress` that shows nothing."""
-
-    def start(self, task: str, total: int | None) -> None:
-        pass
-
-    def advance(self, task: str, amount: int = 1) -> None:
-        pass
-
-
-class IngestEngine(Protocol):
-    """Converts and embeds files somewhere other than this process (a Ray cluster, say)."""
-
-    def __call__(
-        self,
-        jobs: list[ConversionJob],
-        *,
-        options: IngestOptions,
-        report: IngestReport,
-        progress: IngestProgress,
-    ) -> EngineOutcomes:
-        """Each job's place in ``jobs`` with its document, vectors filled, or the reason it was
-        skipped, in any order; it counts what it embedded in ``report`` and shows
-        ``embeddings`` progress."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """A file that was skipped, and why."""
-
-    path: str
-    reason: str
-
-
-@dataclass(slots=True)
-class IngestReport:
-    """What an ingest did. ``version`` is the live version afterwards."""
-
-    version: str
-    published: bool
-    documents: int = 0
-    pages: int = 0
-    chunks: int = 0
-    converted: int = 0
-    reused: int = 0
-    removed: int = 0
-    embedded_chunks: int = 0
-    embedded_units: int = 0  # embedded alone, not pooled from their chunk
-    pooled_units: int = 0
-    units: int = 0
-    ignored: list[str] = field(default_factory=list)
-    reused_embeddings: int = 0
-    seconds: float = 0.0
-    converting_seconds: float = 0.0
-    embedding_seconds: float = 0.0
-    writing_seconds: float = 0.0
-    failures: list[Failure] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(slots=True)
-class IngestedDocument:
-    record: FileRecord
-    chunks: list[Chunk]
-    embeddings: list[np.ndarray | None]
-    units: list[EvidenceUnit] = field(default_factory=list)
-    unit_embeddings: list[np.ndarray | None] = field(default_factory=list)
-    seconds: float = 0.0  # spent converting and chunking it
-
-
-# What an engine yields as files are done: each job's place among the jobs, with its embedded
-# document or the reason it was skipped; and an engine bound to one ingest.
-EngineOutcomes = Generator[tuple[int, IngestedDocument | str], None, None]
-DocumentsOf = Callable[[list[ConversionJob]], EngineOutcomes]
 
 
 def ingest(
@@ -296,7 +142,9 @@ def ingest(
         if (converted or removed or previous is None) and all_documents:
             writing = time.perf_counter()
             parts = [
-                VersionPart(d.record, d.chunks, np.vstack(d.embeddings), d.units, _stack(d.unit_embeddings))
+                VersionPart(
+                    d.record, d.chunks, np.vstack(d.embeddings), d.units, stacked_vectors(d.unit_embeddings)
+                )
                 for d in all_documents
             ]
             report.version = write_version(index_dir, parts, embedder, options)
@@ -325,42 +173,6 @@ def _reusable(snapshot: IndexSnapshot, embedder: Embedder, options: IngestOption
     """Whether chunks and embeddings of ``snapshot`` are valid for this build's settings."""
     same_chunking = snapshot.manifest["chunking"] == chunking_manifest(options)
     return same_chunking and built_by(snapshot.manifest, embedder)
-
-
-# Chunking options added after indexes existed, with the value that chunks as before they did.
-CHUNKING_ADDED_LATER = {"adjacent_overlap_tokens": 0}
-
-
-def chunking_manifest(options: IngestOptions) -> dict[str, object]:
-    """What the manifest records of chunking and evidence extraction; reuse needs an exact match.
-
-    An option added later is recorded only when it changes the chunks, so that an index built
-    before it existed stays reusable."""
-    recorded = {
-        name: value
-        for name, value in options.chunking.model_dump().items()
-        if name not in CHUNKING_ADDED_LATER or value != CHUNKING_ADDED_LATER[name]
-    }
-    return {**recorded, "evidence_version": EVIDENCE_VERSION}
-
-
-def embedder_manifest(embedder: Embedder) -> dict[str, object]:
-    """What the manifest records of the embedder; embeddings are reusable only if it matches."""
-    return {
-        "name": embedder.name,
-        "backend": embedder.backend,
-        "dimensions": embedder.dimensions,
-        "max_tokens": embedder.max_tokens,
-        "text_version": MODEL_TEXT_VERSION,
-    }
-
-
-def built_by(manifest: dict[str, Any], embedder: Embedder) -> bool:
-    """Whether the index of ``manifest`` holds vectors of this embedder (name, backend, size).
-
-    Manifests written before backends existed were all built on PyTorch."""
-    recorded = {"backend": "torch", **manifest.get("embedder", {})}
-    return recorded == embedder_manifest(embedder)
 
 
 def _sources_outside(snapshot: IndexSnapshot, roots: set[Path]) -> list[SourceFile]:
@@ -521,181 +333,6 @@ def _documents_outside(previous: IndexSnapshot, roots: set[Path]) -> list[Ingest
 
 def _count_removed(previous: IndexSnapshot, roots: set[Path], present: set[str]) -> int:
     return sum(1 for r in previous.files if _under(r.path, roots) and r.path not in present)
-
-
-class EmbeddingWorker:
-    """Embeds converted documents on one worker thread while the next document converts.
-
-    Conversion is Python (one core); ONNX Runtime releases the interpreter while it embeds,
-    so on two cores the two overlap. A batch is padded to its longest text, so texts are not
-    embedded document by document (a 256-token chunk would pad its short sentences to its
-    length) but gathered by length across documents and embedded when enough of a length
-    are waiting; the rest when the last document is in.
-
-    Chunks are embedded as :func:`model_text`. A unit's vector is pooled from its chunk's
-    token states in the same pass ("late chunking", see :func:`unit_spans`): units are
-    two thirds of the texts and a quarter of the embedding time when embedded alone, and on
-    the SEC questions the evidence selected from pooled vectors finds as many of the
-    answers' figures. A unit that the model's window cut off, or whose words cannot be
-    located, is embedded alone as :func:`unit_search_text`. Vectors are looked up by a
-    hash of what they were computed from (in the previous version and in what this ingest
-    embedded), so nothing is embedded twice. Leaving the ``with`` block embeds what is
-    left, fills every submitted document's vectors and re-raises the worker's error; if
-    conversion failed, it only stops the worker.
-    """
-
-    def __init__(
-        self,
-        embedder: Embedder,
-        previous: IndexSnapshot | None,
-        progress: IngestProgress,
-        report: IngestReport,
-    ) -> None:
-        self._embedder = embedder
-        self._progress = progress
-        self._report = report
-        self._previous = previous
-        self._known: dict[str, np.ndarray] = {}  # the previous version's, read at the first document
-        self._waiting: dict[int, dict[str, str]] = {}  # length class -> key -> text
-        self._chunk_keys: set[str] = set()
-        self._units_of: dict[str, dict[str, tuple[Span, ...]]] = {}  # waiting chunk -> its units' ranges
-        self._alone: dict[str, str] = {}  # unit key -> the text it is embedded as if pooling fails
-        self._aliases: dict[str, str] = {}  # unit key -> key of the text it was embedded alone as
-        self._wanted: list[_Wanted] = []  # every submitted text's place
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docfinder-embed")
-        self._pending: list[Future[None]] = []
-        self._busy = 0.0
-
-    def __enter__(self) -> EmbeddingWorker:
-        self._progress.start("embeddings", None)
-        return self
-
-    def __exit__(self, exc_type: object, *exc_info: object) -> None:
-        try:
-            if exc_type is None:
-                self._pending.append(self._pool.submit(self._embed_the_rest))
-                for pending in self._pending:
-                    pending.result()  # the worker's error, if any, is the ingest's
-                for target, row, key in self._wanted:
-                    target[row] = self._known[self._aliases.get(key, key)]  # units embedded alone: aliased
-        finally:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._report.embedding_seconds = round(self._busy, 3)
-
-    def submit(self, document: IngestedDocument) -> None:
-        """Queue ``document``'s chunks and units for embedding (its vectors are filled on exit).
-
-        Raises the error of an earlier embedding, so a failed embedder stops the ingest at
-        the next document rather than after converting every file."""
-        for done in (f for f in self._pending if f.done()):
-            done.result()
-        self._pending.append(self._pool.submit(self._gather, document))
-
-    def _gather(self, document: IngestedDocument) -> None:
-        began = time.perf_counter()
-        if self._previous is not None:
-            self._known = _known_vectors(self._previous)
-            self._previous = None
-        members: dict[str, list[tuple[int, EvidenceUnit]]] = {}
-        for row, unit in enumerate(document.units):
-            members.setdefault(unit.chunk_id, []).append((row, unit))
-        for row, chunk in enumerate(document.chunks):
-            text, key = model_text(chunk), chunk.content_hash
-            self._wanted.append((document.embeddings, row, key))
-            pooled: dict[str, tuple[Span, ...]] = {}
-            units = members.get(chunk.chunk_id, [])
-            located = unit_spans(chunk, [u for _, u in units]) if units else []
-            for (unit_row, unit), spans in zip(units, located, strict=True):
-                unit_key = _unit_key(text, unit)
-                self._wanted.append((document.unit_embeddings, unit_row, unit_key))
-                if unit_key in self._known:
-                    self._report.reused_embeddings += 1
-                    continue
-                self._alone[unit_key] = unit_search_text(unit, chunk.heading_path)
-                pooled[unit_key] = spans
-            if key in self._known:  # embedded before: units it did not bring are embedded alone
-                self._report.reused_embeddings += 1
-                for unit_key in pooled:
-                    self._embed_alone(unit_key)
-                continue
-            self._units_of.setdefault(key, {}).update(pooled)
-            self._chunk_keys.add(key)
-            self._queue(key, text)
-        self._busy += time.perf_counter() - began
-
-    def _embed_alone(self, unit_key: str) -> None:
-        """Embed a unit as its own text; units of the same text share one vector."""
-        text = self._alone[unit_key]
-        self._aliases[unit_key] = text_key = _text_key(text)
-        if text_key not in self._known:
-            self._queue(text_key, text)
-
-    def _queue(self, key: str, text: str) -> None:
-        """Wait for texts of about ``text``'s length, then embed them together."""
-        length_class = len(text) // LENGTH_CLASS_CHARS
-        waiting = self._waiting.setdefault(length_class, {})
-        waiting[key] = text
-        if len(waiting) >= EMBED_BATCH:
-            self._embed(self._waiting.pop(length_class))
-
-    def _embed_the_rest(self) -> None:
-        began = time.perf_counter()
-        while self._waiting:  # a chunk's units its window cut off come back as texts of their own
-            rest = {
-                k: t for length_class in sorted(self._waiting) for k, t in self._waiting[length_class].items()
-            }
-            self._waiting.clear()
-            keys = list(rest)
-            for start in range(0, len(keys), EMBED_BATCH):
-                self._embed({k: rest[k] for k in keys[start : start + EMBED_BATCH]})
-        self._busy += time.perf_counter() - began
-
-    def _embed(self, batch: dict[str, str]) -> None:
-        units = [self._units_of.pop(key, {}) for key in batch]
-        vectors = self._embedder.embed_spans(list(batch.values()), [tuple(u.values()) for u in units])
-        for key, vector in zip(batch, vectors.passages):
-            self._known[key] = vector
-        for spans_of, unit_vectors, pooled in zip(units, vectors.spans, vectors.pooled, strict=True):
-            for unit_key, vector, ok in zip(spans_of, unit_vectors, pooled, strict=True):
-                if ok:
-                    self._known[unit_key] = vector
-                    self._report.pooled_units += 1
-                else:
-                    self._embed_alone(unit_key)
-        chunks = sum(1 for key in batch if key in self._chunk_keys)
-        self._report.embedded_chunks += chunks
-        self._report.embedded_units += len(batch) - chunks
-        self._progress.advance("embeddings", len(batch))
-
-
-# Where a vector goes: a document's list of chunk or unit vectors, a row of it, the vector's key.
-_Wanted = tuple[list[np.ndarray | None], int, str]
-
-
-def _known_vectors(previous: IndexSnapshot) -> dict[str, np.ndarray]:
-    """The previous version's vectors by key: an unchanged passage keeps its vector."""
-    known: dict[str, np.ndarray] = {}
-    for collection in previous.collections.values():
-        texts = {}
-        for chunk, vector in zip(collection.chunks, collection.embeddings):
-            known[chunk.content_hash] = vector
-            texts[chunk.chunk_id] = model_text(chunk)
-        for unit, vector in zip(collection.units, collection.unit_embeddings):
-            known[_unit_key(texts[unit.chunk_id], unit)] = vector
-    return known
-
-
-def _unit_key(chunk_text: str, unit: EvidenceUnit) -> str:
-    """What a unit's vector is computed from: its chunk as the model reads it and the unit."""
-    return _text_key("\0".join((chunk_text, unit.kind, unit.row_group, unit.text)))
-
-
-def _text_key(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _stack(vectors: list[np.ndarray | None]) -> np.ndarray | None:
-    return np.vstack(vectors) if vectors else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,17 +38,16 @@ from index_build.convert import DocumentConverter
 from index_build.document import ParsedDocument
 from index_build.evidence import document_units
 from index_build.limits import (
-    MB,
     IngestLimits,
     OverLimitError,
     check_chars,
     check_chunks,
     check_pages,
-    over_limit,
 )
 from index_build.metadata import describe
 from index_build.sources import SourceFile
 from index_build.version import FileRecord
+from index_build.watchdog import ConversionWatchdog
 from pipeline.errors import DocumentError
 from pipeline.protocols import Tokenizer
 from pipeline.types import Chunk, EvidenceUnit
@@ -168,7 +167,7 @@ class ConversionPool:
     memory while the embedder catches up. Children are started with ``spawn`` (the ingesting
     process runs ONNX Runtime and tokenizer threads, which ``fork`` would copy mid-flight),
     ignore Ctrl-C (the ingesting process decides), and run at :data:`CONVERT_NICENESS`.
-    A :class:`_Watchdog` kills a child whose memory or time on one file passes the limits;
+    A :class:`ConversionWatchdog` kills a child whose memory or time on one file passes the limits;
     that file is reported with the limit, and the files it shared the pool with are converted
     again.
     """
@@ -179,13 +178,13 @@ class ConversionPool:
         self.processes = processes
         self.setup = setup
         self._executor: ProcessPoolExecutor | None = None
-        self._running: tuple[tempfile.TemporaryDirectory[str], _Watchdog] | None = None
+        self._running: tuple[tempfile.TemporaryDirectory[str], ConversionWatchdog] | None = None
 
     def __enter__(self) -> ConversionPool:
         """Start the children and their watchdog once, for several :meth:`convert` calls (a
         long-lived worker keeps its converters warm); without it each call starts its own."""
         board = tempfile.TemporaryDirectory(prefix="docfinder-convert-")
-        watchdog = _Watchdog(Path(board.name), self.setup.limits, self._children)
+        watchdog = ConversionWatchdog(Path(board.name), self.setup.limits, self._children)
         self._executor = self._start(Path(board.name))
         watchdog.start()
         self._running = (board, watchdog)
@@ -211,7 +210,7 @@ class ConversionPool:
             yield from self._convert(jobs, watchdog, Path(board.name))
 
     def _convert(
-        self, jobs: Sequence[ConversionJob], watchdog: _Watchdog, board: Path
+        self, jobs: Sequence[ConversionJob], watchdog: ConversionWatchdog, board: Path
     ) -> Generator[tuple[ConversionJob, Outcome], None, None]:
         waiting = deque(jobs)
         in_flight: deque[tuple[ConversionJob, Future[ConvertedFile]]] = deque()
@@ -292,82 +291,6 @@ def _failed(error: Exception) -> Future[ConvertedFile]:
     future: Future[ConvertedFile] = Future()
     future.set_exception(error)
     return future
-
-
-class _Watchdog:
-    """Kills a conversion process over the memory limit, or on one file past the time limit.
-
-    Each child notes the file it works on, and since when, in ``board`` (a file named by its
-    pid); the watchdog reads the children's resident memory from ``/proc`` (on systems
-    without it only the time limit holds). A kill leaves a verdict for that file, which the
-    pool reports instead of converting it again.
-    """
-
-    def __init__(
-        self,
-        board: Path,
-        limits: IngestLimits,
-        children: Callable[[], list[multiprocessing.process.BaseProcess]],
-        every_s: float = 0.2,
-    ) -> None:
-        self.board = board
-        self.limits = limits
-        self.children = children
-        self.every_s = every_s
-        self.verdicts: dict[str, str] = {}  # doc id → why its conversion was stopped
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="conversion-watchdog", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._thread.join()
-
-    def _watch(self) -> None:
-        while not self._stopping.wait(self.every_s):
-            for child in self.children():
-                if child.pid is not None and child.is_alive():
-                    self._check(child.pid)
-
-    def _check(self, pid: int) -> None:
-        doc_id, started = _working_on(self.board / str(pid))
-        resident_mb = _resident_mb(pid)
-        limits = self.limits
-        if resident_mb > limits.convert_memory_mb:
-            used = f"its conversion used {resident_mb:,.0f} MB of memory"
-            verdict = over_limit(used, f"{limits.convert_memory_mb:,} MB", "convert-memory-mb")
-        elif doc_id and time.time() - started > limits.convert_timeout_s:
-            verdict = over_limit(
-                "its conversion took too long", f"{limits.convert_timeout_s:g} s", "convert-timeout-s"
-            )
-        else:
-            return
-        if doc_id:
-            self.verdicts[doc_id] = verdict
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:  # it finished and left meanwhile
-            self.verdicts.pop(doc_id, None)
-
-
-def _working_on(note: Path) -> tuple[str, float]:
-    """The doc id a child converts and since when (epoch seconds); ("", 0) when it is idle."""
-    try:
-        doc_id, started = note.read_text(encoding="ascii").split()
-        return doc_id, float(started)
-    except (OSError, ValueError):  # idle (no note), or a note being written
-        return "", 0.0
-
-
-def _resident_mb(pid: int) -> float:
-    """A process's resident memory in MB, from /proc (0 where there is none)."""
-    try:
-        resident_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return resident_pages * os.sysconf("SC_PAGE_SIZE") / MB
 
 
 # A child process's converter, setup and watchdog board, made once by its initializer.

@@ -39,21 +39,18 @@ from typing import Any
 
 import numpy as np
 
-from index_build.builder import (
-    EmbeddingWorker,
+from index_build.builder import conversion_setup, conversions, converted_document
+from index_build.chunking import CHUNKERS
+from index_build.conversion import ConversionJob, ConversionPool
+from index_build.embedding_worker import EmbeddingWorker
+from index_build.ingest_report import (
     EngineOutcomes,
     IngestedDocument,
-    IngestOptions,
     IngestProgress,
     IngestReport,
     NoProgress,
-    RayOptions,
-    conversion_setup,
-    conversions,
-    converted_document,
 )
-from index_build.chunking import CHUNKERS
-from index_build.conversion import ConversionJob, ConversionPool
+from index_build.options import IngestOptions, RayOptions
 from pipeline.errors import ClusterUnavailableError, ConfigurationError
 from pipeline.protocols import Embedder
 

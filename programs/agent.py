@@ -38,8 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 import dspy
 
 from pipeline.answering.answer_rules import AnswerRules
-from pipeline.answering.extractive import answering_quotes
-from pipeline.answering.quotes import QuoteCandidate
+from pipeline.answering.quotes import QuoteCandidate, answering_quotes
 from pipeline.answers import AgentAnswer, Citation, Quote, StatusSink, TokenSink
 from pipeline.citations import MARKERS_AFTER, citation_link, cited_numbers, marker
 from pipeline.errors import LLMUnavailableError

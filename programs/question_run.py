@@ -7,8 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.answering.extractive import answering_quotes
-from pipeline.answering.quotes import QuoteCandidate
+from pipeline.answering.quotes import QuoteCandidate, answering_quotes
 from pipeline.answers import AgentAnswer, Outcome, StatusSink
 from pipeline.citations import cited_numbers
 from pipeline.retrieval.context import Passage

@@ -8,13 +8,10 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from pipeline.answering.extractive import (
-    DOCUMENTS_SAY,
-    NOT_IN_DOCUMENTS,
-    QUOTE_LIMIT,
-    says_documents_do_not_answer,
-)
+from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS
+from pipeline.answering.quotes import QUOTE_LIMIT
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.answering.sentences import says_documents_do_not_answer
 from pipeline.retrieval.context import Retrieved, whole_passages
 from pipeline.retrieval.domains import DomainChoice
 from pipeline.steps import Step

@@ -308,7 +308,10 @@ def shadow_defaults(path: Path, knobs: Collection[str]) -> list[str]:
 # The same word, another thing: a default here is not a second declaration of the setting.
 NOT_THE_SETTING = {
     "index_build/document.py": {"Block.level"},  # a heading's depth, not log.level
-    "programs/saved.py": {"FORMAT"},  # the saved program file's format tag, not log.format
+    "programs/saved.py": {"FORMAT"},
+    "index_build/ingest_report.py": {
+        "IngestReport.documents"
+    },  # how many an ingest wrote  # the saved program file's format tag, not log.format
     "server/core/status.py": {"index_info(documents=…)"},  # list the documents or not
     "server/service.py": {"index_info(documents=…)"},  # the same flag at the facade
 }

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from index_build.builder import IngestOptions, ingest
+from index_build.builder import ingest
 from index_build.chunking import ChunkingOptions
 from index_build.conversion import ConversionJob, ConversionPool, ConversionSetup, convert_in_process
 from index_build.limits import IngestLimits
+from index_build.options import IngestOptions
 from index_build.snapshot import open_live
 from index_build.sources import discover, file_sha256
 from tests.fakes import POISON, CrashingTokenizer, WhitespaceTokenizer

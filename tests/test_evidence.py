@@ -13,21 +13,19 @@ import pytest
 from index_build.chunking import ChunkingOptions, chunk_pieces
 from index_build.document import Block, ParsedDocument
 from index_build.evidence import analyse_table, document_units
-from pipeline.answering.extractive import answering_quotes
+from pipeline.answering.quotes import answering_quotes
 from pipeline.retrieval.context import ContextConfig, ContextPiece, Passage, build_context
 from pipeline.retrieval.documents import DocumentScope
 from pipeline.retrieval.evidence import (
-    EvidenceConfig,
     EvidenceSearch,
     ScoredUnit,
     dense_hops,
     find_evidence,
     label_cost,
-    pull_mentioned_rows,
-    pull_table_rows,
     select_evidence,
-    states_figures,
 )
+from pipeline.retrieval.evidence_config import EvidenceConfig
+from pipeline.retrieval.unit_lifts import pull_mentioned_rows, pull_table_rows, states_figures
 from pipeline.text import analyze
 from pipeline.types import Chunk, EvidenceUnit, SearchHit, model_text, unit_spans
 from programs.agent import quotes_of

@@ -9,17 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipeline.answering.extractive import (
-    DOCUMENTS_SAY,
-    NOT_IN_DOCUMENTS,
-    answer_sentences,
-    in_the_documents_words,
-    quoted_evidence,
-    readable_unit,
-    says_nothing_new,
-)
-from pipeline.answering.quotes import QuoteCandidate, excerpt
+from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, quoted_evidence
+from pipeline.answering.quotes import QuoteCandidate, excerpt, readable_unit
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
+from pipeline.answering.sentences import answer_sentences, in_the_documents_words, says_nothing_new
 from pipeline.retrieval.context import ContextPiece, Passage, whole_passages
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 from tests.composing import compose_answer

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index_build.builder import IngestOptions, ingest
+from index_build.builder import ingest
 from index_build.chunking import ChunkingOptions
 from index_build.layout import live_version_id
+from index_build.options import IngestOptions
 from index_build.snapshot import open_live
 from pipeline.errors import UnknownCollectionError
 from pipeline.protocols import PassageVectors

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 from evaluation.doubles.hostile_files import BOMB_SENTENCE, huge_html, write_docx_bomb
-from index_build.builder import IngestOptions, ingest
+from index_build.builder import ingest
 from index_build.limits import IngestLimits
+from index_build.options import IngestOptions
 from index_build.snapshot import open_live
 from server.doors.cli import main
 from tests.samples import write_text_pdf

@@ -9,8 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from index_build.builder import built_by, embedder_manifest, ingest
+from index_build.builder import ingest
 from index_build.embedding import default_embedder_path
+from index_build.manifests import built_by, embedder_manifest
 from index_build.onnx_embedding import (
     CALIBRATION_TEXTS,
     OnnxEmbedder,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from evaluation.benchmarks.dev_sets import Reply, unstated_in_answer
-from pipeline.answering.extractive import quoted_evidence, readable_unit
-from pipeline.answering.quotes import quote_candidates
+from pipeline.answering.extractive import quoted_evidence
+from pipeline.answering.quotes import quote_candidates, readable_unit
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.answering.rule_packs.reporting_periods.ratios import (
     derived_figures,

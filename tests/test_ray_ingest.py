@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index_build.builder import RayOptions, ingest
+from index_build.builder import ingest
+from index_build.options import RayOptions
 from index_build.ray_engine import RayEngine
 from index_build.snapshot import IndexSnapshot, open_live
 from server.models.factories import make_embedder

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from index_build.builder import IngestOptions, VersionPart, write_version
+from index_build.builder import VersionPart, write_version
 from index_build.layout import writer_lock
+from index_build.options import IngestOptions
 from index_build.records import ChunkRows, StoredRows, id_hashes
 from index_build.snapshot import open_live
 from index_build.version import FileRecord

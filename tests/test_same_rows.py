@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.answering.extractive import quoted_evidence, readable_unit
-from pipeline.answering.quotes import quote_candidates
+from pipeline.answering.extractive import quoted_evidence
+from pipeline.answering.quotes import quote_candidates, readable_unit
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.answering.rule_packs.reporting_periods.same_rows import same_rows_elsewhere
 from pipeline.retrieval.context import ContextPiece, Passage

@@ -334,7 +334,7 @@ async def test_forged_teams_tokens_neither_block_the_event_loop_nor_fetch_keys_a
     from botframework.connector.auth import AuthenticationConstants, GovernmentConstants
     from botframework.connector.auth.jwt_token_extractor import JwtTokenExtractor
 
-    from bots.teams import OpenIdMetadata, install_openid_metadata
+    from bots.teams_auth import OpenIdMetadata, install_openid_metadata
     from evaluation.doubles.fake_chat import FakeConnector
     from server.doors.chat_bots import mount_teams
     from tests.bot_server import BotServer
@@ -685,11 +685,11 @@ async def test_an_llm_gone_down_shows_in_health_and_its_address_reaches_no_clien
 async def test_an_openid_outage_costs_one_fetch_and_one_back_off_step_however_many_requests_meet_it(caplog):
     """Five seconds without the metadata endpoint used to lock all Teams traffic out for 15
     minutes: each concurrent request fetched, and each failure doubled the shared back-off."""
-    from bots.teams import OpenIdMetadata
+    from bots.teams_auth import OpenIdMetadata
 
     async with BlackHole() as hole:
         metadata = OpenIdMetadata(hole.url, timeout_s=0.5)
-        with caplog.at_level(logging.WARNING, logger="bots.teams"):
+        with caplog.at_level(logging.WARNING, logger="bots.teams_auth"):
             outcomes = await asyncio.gather(*(metadata.get("kid") for _ in range(20)), return_exceptions=True)
     assert all(isinstance(o, PermissionError) for o in outcomes)
     assert metadata.fetches == 1 and hole.connections == 1, "the requests waited for the one fetch"
@@ -1046,7 +1046,7 @@ async def test_a_body_that_trickles_in_is_cut_off_with_408(server):
 async def test_a_silent_token_endpoint_costs_that_reply_and_never_blocks_the_event_loop():
     from botframework.connector.auth import MicrosoftAppCredentials
 
-    from bots.teams import FetchedOffTheLoop
+    from bots.teams_auth import FetchedOffTheLoop
 
     class SilentEndpoint:
         """The configured factory, its credentials asking a token endpoint that never answers."""

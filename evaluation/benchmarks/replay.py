@@ -31,7 +31,8 @@ import dspy
 from dspy.utils import DummyLM
 
 from evaluation.answers import indexed_dataset
-from evaluation.benchmarks.dev_sets import DevSet, Reply, dev_sets, score, summarise
+from evaluation.benchmarks.dev_set_summary import summarise
+from evaluation.benchmarks.dev_sets import DevSet, Reply, dev_sets, score
 from evaluation.questions import Question, dataset_docs, load_questions
 from server.service import open_service
 from server.settings import Settings, load_settings

@@ -193,7 +193,7 @@ async def _silent_token_endpoint(work: Path, index: Path) -> dict[str, Any]:
     from aiohttp.test_utils import TestClient, TestServer
     from botframework.connector.auth import MicrosoftAppCredentials
 
-    from bots.teams import FetchedOffTheLoop
+    from bots.teams_auth import FetchedOffTheLoop
     from server.doors.launch import http_app
     from server.service import open_service
     from server.settings import load_settings

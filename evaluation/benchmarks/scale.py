@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from evaluation.benchmarks import REPO
-from index_build.builder import IngestOptions, VersionPart, write_version
+from index_build.builder import VersionPart, write_version
 from index_build.layout import writer_lock
+from index_build.options import IngestOptions
 from index_build.snapshot import open_live
 from index_build.version import FileRecord
 from pipeline.retrieval.search import RetrievalConfig, SearchRequest, retrieve

@@ -37,18 +37,27 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pipeline.answering.answer_rules import AnswerRules
-from pipeline.answering.quotes import QuoteCandidate, best_matches, content_words, excerpt, quote_candidates
-from pipeline.answers import Quote
-from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, cited_numbers, marker
-from pipeline.figures import figures, unstated_figures, written_forms
+from pipeline.answering.quotes import (
+    QUOTE_LIMIT,
+    QuoteCandidate,
+    answering_quotes,
+    best_matches,
+    quote_candidates,
+)
+from pipeline.answering.sentences import (
+    POLAR_OPENING,
+    answer_sentences,
+    echoes,
+    says_documents_do_not_answer,
+    says_nothing_new,
+    without_the_echo,
+)
+from pipeline.citations import blank_markers, cited_numbers
+from pipeline.figures import unstated_figures, written_forms
 from pipeline.retrieval.context import Passage
-from pipeline.retrieval.ordering import is_list_item, split_sentences
-from pipeline.text import analyze
+from pipeline.retrieval.ordering import is_list_item
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
-QUOTE_LIMIT = 3  # quotes under an answer: each one that answers, never a dump of the context
-QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
-MIN_QUOTE_CHARS = 80  # a quote is cut no shorter; less room left than this ends the quotes
 NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
 NOT_IN_DOCUMENTS = "The documents do not say."
 NEAREST_EVIDENCE = "The nearest they come is quoted below."
@@ -63,13 +72,6 @@ _NEGATION = re.compile(
 _OPENS_A_SENTENCE = re.compile(r"[.!?][\"”’)\]]*\s+$")  # a full stop and space before a word
 _POSSESSIVE = re.compile(r"['’]s?$")
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
-_REFUSAL = re.compile(
-    r"\b(?:do(?:es)?\s+not|don't|doesn't|did\s+not|cannot|could\s+not|can't)\s+"
-    r"(?:say|state|answer|contain|mention|specify|provide|include|give|find|list|name|identify|disclose)"
-    r"|\bnot\s+(?:stated|mentioned|specified|provided|given|found|disclosed|listed|available)\b"
-    r"|\bno\s+(?:information|mention|details?)\b",
-    re.IGNORECASE,
-)
 # "This increase was offset ...", "The strategic focuses of these investments ...": a sentence
 # that opens with a pronoun, or points back within its first words, leans on the one before
 # it, and goes when that one is dropped for a wrong claim (after an echoed question, "It is
@@ -79,14 +81,6 @@ _LEANS_ON_THE_ONE_BEFORE = re.compile(
 )
 _NOT_A_CLAIM = ("says_nothing", "label")
 _MONTHS = frozenset(name.lower() for name in calendar.month_name if name)
-_QUOTED = re.compile(r"“[^”]*”")
-_POLAR = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
-_WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
-# An answer is in the documents' own words when this share of its words that the question
-# does not use stands in runs of at least SPAN_WORDS words copied from the passages it cites.
-SPAN_WORDS = 3
-OWN_WORDS_SHARE = 0.9
-MIN_NEW_WORDS = 3  # fewer words beyond the question's say too little to judge by
 _ASKS_FOR_A_DOCUMENT = re.compile(
     r"\b(?:document|report|source|protocol|manual|guide|publication|title|form|filing|paper)s?\b",
     re.IGNORECASE,
@@ -194,7 +188,7 @@ def compose_answer(
         problem, placed, fixes = _judged(sentence, reading, after_a_drop)
         after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
         if problem is None:
-            kept.append(_without_the_echo(placed, question))
+            kept.append(without_the_echo(placed, question))
             corrected += fixes
         else:
             dropped.append(problem)
@@ -251,75 +245,6 @@ def quoted_evidence(
     return ComposedAnswer("\n".join(lines), "quotes", "", quotes)
 
 
-def answering_quotes(
-    question: str,
-    answer: str,
-    passages: Sequence[Passage],
-    units: Sequence[QuoteCandidate] | None = None,
-    cited: Collection[int] = (),
-    limit: int = QUOTE_LIMIT,
-    chars: int = QUOTE_CHARS,
-) -> list[QuoteCandidate]:
-    """At most ``limit`` units of ``passages`` that answer, in reading order, none twice:
-
-    1. the one that best carries ``answer`` among the passages it cites (its figures first,
-       then its words);
-    2. the one that best matches ``question`` in all the passages (a small model often cites the
-       neighbouring passage: the unit that answers is quoted whatever the answer cites);
-    3. the next ones in that unit's document, each matching first what the quotes leave of the
-       question, else the question again (deeper before wider: another document's unit would
-       answer a question not asked, another period's row for a question that names its period);
-    4. with room left, the strongest unit by retrieval score, when the search ranked it above
-       every unit quoted and it shares a word with the question (word matching misses
-       "acquired" for "acquisitions"; the search's ranking may not).
-
-    Together they hold about ``chars`` characters: a long unit is cut to its sentences that
-    answer (:func:`pipeline.answering.quotes.excerpt`), and no further quote is added once less than
-    ``MIN_QUOTE_CHARS`` of the room is left. A unit that matches nothing fills no slot.
-    """
-    units = quote_candidates(passages) if units is None else units
-    if not units or limit <= 0:
-        return []
-    chosen: list[QuoteCandidate] = []
-    whole: list[QuoteCandidate] = []  # the chosen units before they were cut
-    room = chars
-
-    def add(found: Sequence[QuoteCandidate]) -> bool:
-        nonlocal room
-        if not found or len(chosen) >= limit or (chosen and room < MIN_QUOTE_CHARS):
-            return False
-        quote = excerpt(found[0], f"{question}\n{answer}", max(room, MIN_QUOTE_CHARS))
-        room -= len(readable_unit(quote))  # as shown: a table row with its column labels
-        whole.append(found[0])
-        chosen.append(quote)
-        return True
-
-    def best(text: str, pool: Collection[int], fallback: bool = False, same_source: str = "") -> bool:
-        rest = [u for u in units if u not in whole and (not same_source or u.source == same_source)]
-        if not text.strip() or not rest:
-            return False
-        return add(best_matches(text, rest, pool, fallback=fallback))
-
-    everything = range(1, len(passages) + 1)
-    if answer:
-        best(answer, cited or everything)
-    if best(question, everything, fallback=not chosen):
-        source = whole[-1].source
-        while True:
-            covered = set().union(*(content_words(f"{c.text}\n{c.table_header}") for c in whole))
-            rest_of_it = " ".join(sorted(content_words(question) - covered))
-            if not (
-                best(rest_of_it, everything, same_source=source)
-                or best(question, everything, same_source=source)
-            ):
-                break
-    asked = content_words(question)
-    strongest = sorted((u for u in units if u not in whole), key=lambda u: (-u.score, u.position))[:1]
-    if strongest and strongest[0].score > max((u.score for u in whole), default=float("-inf")):
-        add([u for u in strongest if content_words(u.text) & asked])
-    return sorted(chosen, key=lambda c: c.position)
-
-
 def _rows_the_packs_quote(
     question: str, quotes: list[QuoteCandidate], units: Sequence[QuoteCandidate], rules: Sequence[AnswerRules]
 ) -> tuple[str, list[QuoteCandidate], bool]:
@@ -349,67 +274,6 @@ def _joined_sentences(sentences: Sequence[str]) -> str:
     return text
 
 
-def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) -> bool:
-    """Whether ``answer`` says what it says beyond the question in the evidence's own words
-    (the passages as the model read them: title, headings and text):
-    at least :data:`OWN_WORDS_SHARE` of its new words stand in runs of :data:`SPAN_WORDS` or
-    more words copied verbatim from ``evidence``.
-
-    Such an answer is grounded by construction, and code can tell so more reliably than a
-    small model asked whether it is ("listed the findings: IN FLIGHT COLLISION WITH OBJECT ...
-    OBJECT - TREE(S)" was judged unsupported by the 1.5B model). A "yes" or "no" opening is
-    never the documents' word, so a polar answer is left to the grounding check; a word the
-    answer changes ("admitted" for "admission") breaks its run.
-    """
-    if _POLAR.search(answer):
-        return False
-    words = _WORD.findall(MARKER.sub(" ", answer).lower())
-    runs = set()
-    for text in evidence:
-        source = _WORD.findall(text.lower())
-        runs.update(tuple(source[i : i + SPAN_WORDS]) for i in range(len(source) - SPAN_WORDS + 1))
-    copied = [False] * len(words)
-    for i in range(len(words) - SPAN_WORDS + 1):
-        if tuple(words[i : i + SPAN_WORDS]) in runs:
-            copied[i : i + SPAN_WORDS] = [True] * SPAN_WORDS
-    asked = set(analyze(question))
-    new = [i for i, word in enumerate(words) if (terms := analyze(word)) and terms[0] not in asked]
-    return len(new) >= MIN_NEW_WORDS and sum(copied[i] for i in new) >= OWN_WORDS_SHARE * len(new)
-
-
-def says_documents_do_not_answer(reply: str) -> bool:
-    """Whether a reply says the evidence does not answer the question; the documents' own words
-    quoted in it (“...”) are not the reply's ("the wreckage did not reveal ...")."""
-    return bool(_REFUSAL.search(_QUOTED.sub(" ", reply)))
-
-
-def answer_sentences(reply: str) -> list[str]:
-    """The reply's sentences, each with the citations written after its full stop ("... 2023. [2]")."""
-    sentences: list[str] = []
-    for sentence in split_sentences(reply):
-        leading = LEADING_MARKERS.match(sentence)
-        if leading and sentences:
-            sentences[-1] = f"{sentences[-1]} {leading.group().strip()}"
-            sentence = sentence[leading.end() :]
-        if sentence.strip():
-            sentences.append(sentence.strip())
-    return sentences
-
-
-def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
-    """Whether ``text`` names nothing from ``evidence`` that the question did not already say.
-
-    A figure counts, and so does any content word of the evidence the question does not use;
-    "Yes, the company announced a major acquisition [1]" has neither.
-    """
-    if figures(text):
-        return False
-    asked = set(analyze(question))
-    found = set(analyze("\n".join(evidence)))
-    said = {t for t in analyze(blank_markers(text)) if not t.isdigit()}
-    return not (said - asked) & found
-
-
 def _judged(
     sentence: str, reading: _Reading, after_a_drop: bool
 ) -> tuple[DroppedSentence | None, str, list[str]]:
@@ -429,28 +293,11 @@ def _judged(
     return _problem(placed, reading), placed, fixes
 
 
-def echoes(sentence: str, question: str) -> bool:
-    """Whether ``sentence`` says nothing but the question's own words ("Yes, there are notable
-    changes in Apple's liquidity as reported in these 10-Qs."): a restatement, however long."""
-    said = set(analyze(blank_markers(_POLAR.sub("", sentence))))
-    return bool(said) and said <= set(analyze(question))
-
-
-def _without_the_echo(sentence: str, question: str) -> str:
-    """A polar sentence that otherwise only restates the question, as its "Yes." or "No." alone
-    (with its citations): the answer kept, the restatement's length not."""
-    polar = _POLAR.match(sentence)
-    if polar is None or not echoes(sentence, question):
-        return sentence
-    markers = "".join(marker(int(n)) for n in MARKER.findall(sentence))
-    return f"{polar.group().strip().capitalize()}.{' ' + markers if markers else ''}"
-
-
 def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
     if blank_markers(sentence).rstrip().endswith("?"):  # the question echoed, or one asked back
         return DroppedSentence(sentence, "says_nothing")
-    if not _POLAR.match(sentence) and echoes(sentence, reading.question):  # restated: says nothing
+    if not POLAR_OPENING.match(sentence) and echoes(sentence, reading.question):  # restated: says nothing
         return DroppedSentence(sentence, "says_nothing")
     question, evidence, passages = reading.question, reading.evidence, reading.passages
     spoken_of = [name for name in reading.absent if name.lower() in sentence.lower()]
@@ -544,13 +391,6 @@ def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[
         if best and _NEGATION.search(best[0].text):
             return True
     return False
-
-
-def readable_unit(quote: QuoteCandidate) -> str:
-    """A quoted unit for people: a table row as ``label — column: value; ...``, else its text."""
-    return Quote(
-        quote.n, quote.text, quote.source, (quote.page, quote.page), (), "", quote.table_header
-    ).readable()
 
 
 def _evidence(passage: Passage) -> str:

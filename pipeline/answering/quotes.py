@@ -21,6 +21,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
+from pipeline.answers import Quote
 from pipeline.figures import figures, stated_figures
 from pipeline.retrieval.context import Passage
 from pipeline.retrieval.ordering import is_list_item, split_sentences
@@ -157,3 +158,88 @@ def best_matches(
     if not fallback:
         return []
     return sorted(candidates, key=lambda c: (-c.score, c.position))[:limit]
+
+
+QUOTE_LIMIT = 3  # quotes under an answer: each one that answers, never a dump of the context
+
+
+QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
+
+
+MIN_QUOTE_CHARS = 80  # a quote is cut no shorter; less room left than this ends the quotes
+
+
+def answering_quotes(
+    question: str,
+    answer: str,
+    passages: Sequence[Passage],
+    units: Sequence[QuoteCandidate] | None = None,
+    cited: Collection[int] = (),
+    limit: int = QUOTE_LIMIT,
+    chars: int = QUOTE_CHARS,
+) -> list[QuoteCandidate]:
+    """At most ``limit`` units of ``passages`` that answer, in reading order, none twice:
+
+    1. the one that best carries ``answer`` among the passages it cites (its figures first,
+       then its words);
+    2. the one that best matches ``question`` in all the passages (a small model often cites the
+       neighbouring passage: the unit that answers is quoted whatever the answer cites);
+    3. the next ones in that unit's document, each matching first what the quotes leave of the
+       question, else the question again (deeper before wider: another document's unit would
+       answer a question not asked, another period's row for a question that names its period);
+    4. with room left, the strongest unit by retrieval score, when the search ranked it above
+       every unit quoted and it shares a word with the question (word matching misses
+       "acquired" for "acquisitions"; the search's ranking may not).
+
+    Together they hold about ``chars`` characters: a long unit is cut to its sentences that
+    answer (:func:`pipeline.answering.quotes.excerpt`), and no further quote is added once less than
+    ``MIN_QUOTE_CHARS`` of the room is left. A unit that matches nothing fills no slot.
+    """
+    units = quote_candidates(passages) if units is None else units
+    if not units or limit <= 0:
+        return []
+    chosen: list[QuoteCandidate] = []
+    whole: list[QuoteCandidate] = []  # the chosen units before they were cut
+    room = chars
+
+    def add(found: Sequence[QuoteCandidate]) -> bool:
+        nonlocal room
+        if not found or len(chosen) >= limit or (chosen and room < MIN_QUOTE_CHARS):
+            return False
+        quote = excerpt(found[0], f"{question}\n{answer}", max(room, MIN_QUOTE_CHARS))
+        room -= len(readable_unit(quote))  # as shown: a table row with its column labels
+        whole.append(found[0])
+        chosen.append(quote)
+        return True
+
+    def best(text: str, pool: Collection[int], fallback: bool = False, same_source: str = "") -> bool:
+        rest = [u for u in units if u not in whole and (not same_source or u.source == same_source)]
+        if not text.strip() or not rest:
+            return False
+        return add(best_matches(text, rest, pool, fallback=fallback))
+
+    everything = range(1, len(passages) + 1)
+    if answer:
+        best(answer, cited or everything)
+    if best(question, everything, fallback=not chosen):
+        source = whole[-1].source
+        while True:
+            covered = set().union(*(content_words(f"{c.text}\n{c.table_header}") for c in whole))
+            rest_of_it = " ".join(sorted(content_words(question) - covered))
+            if not (
+                best(rest_of_it, everything, same_source=source)
+                or best(question, everything, same_source=source)
+            ):
+                break
+    asked = content_words(question)
+    strongest = sorted((u for u in units if u not in whole), key=lambda u: (-u.score, u.position))[:1]
+    if strongest and strongest[0].score > max((u.score for u in whole), default=float("-inf")):
+        add([u for u in strongest if content_words(u.text) & asked])
+    return sorted(chosen, key=lambda c: c.position)
+
+
+def readable_unit(quote: QuoteCandidate) -> str:
+    """A quoted unit for people: a table row as ``label — column: value; ...``, else its text."""
+    return Quote(
+        quote.n, quote.text, quote.source, (quote.page, quote.page), (), "", quote.table_header
+    ).readable()

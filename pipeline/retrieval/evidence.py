@@ -59,15 +59,20 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.figures import figures
 from pipeline.protocols import Tokenizer
 from pipeline.retrieval.documents import DocumentScope
+from pipeline.retrieval.evidence_config import EvidenceConfig
+from pipeline.retrieval.unit_lifts import (
+    label_match,
+    pull_mentioned_rows,
+    pull_table_rows,
+    states_figures,
+)
 from pipeline.text import analyze, is_contents_line
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 
@@ -82,70 +87,6 @@ class EvidenceIndex(Protocol):
     def chunks_of(self, doc_id: str) -> tuple[Sequence[Chunk], np.ndarray]: ...
 
     def chunk_bm25(self, doc_id: str, terms: Sequence[str]) -> np.ndarray: ...
-
-
-class EvidenceConfig(BaseModel):
-    """How deep to search: documents deepened and the weights of the unit score (the ``evidence``
-    settings section)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    documents: int = Field(
-        3, ge=1, le=50, description="Documents searched for evidence when the question names none."
-    )
-    max_documents: int = Field(
-        8, ge=1, le=100, description="Most documents searched for evidence when the question names several."
-    )
-    candidates_per_document: int = Field(
-        400, ge=1, le=10_000, description="Evidence units kept per document before selection."
-    )
-    dense_weight: float = Field(
-        0.7, ge=0, le=1, description="Weight of dense similarity against BM25 in a unit's score."
-    )
-    chunk_weight: float = Field(
-        0.5, ge=0, le=1, description="Share of a unit's score taken from its chunk's score in the document."
-    )
-    hop_weight: float = Field(
-        0.0,
-        ge=0,
-        le=1,
-        description="Weight of the dense hops from a document's best units (Science Checker's "
-        "multihop; 0: off).",
-    )
-    hops: int = Field(
-        3,
-        ge=1,
-        le=3,
-        description="Dense hops per document when hop_weight is set; the chain is in the trace.",
-    )
-    label_weight: float = Field(
-        0.3, ge=0, le=1, description="Bonus of a table row whose label the question names."
-    )
-    table_weight: float = Field(
-        0.8,
-        ge=0,
-        le=1,
-        description="In a one-document search, how far a table row's score moves up to its table's best.",
-    )
-    figure_weight: float = Field(
-        0.3, ge=0, le=1, description="Bonus of an evidence unit stating a figure (an amount, a percentage)."
-    )
-    mention_weight: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="How far a table row named by a best sentence of its document moves up to it.",
-    )
-    mention_sentences: int = Field(
-        30, ge=0, description="Best sentences of a document whose mentions of table rows are followed."
-    )
-    document_floor: float = Field(
-        0.8,
-        ge=0,
-        le=1,
-        description="When the question names no document, a retrieved document is searched for evidence only "
-        "if its best unit scores at least this share of the best document's (depth before breadth; 0: all).",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,71 +259,6 @@ def strong_documents(fused_of: dict[str, np.ndarray], floor: float) -> set[str]:
     best = {doc: float(scores.max()) for doc, scores in fused_of.items() if len(scores)}
     top = max(best.values(), default=0.0)
     return {doc for doc, score in best.items() if score >= floor * top}
-
-
-def pull_table_rows(units: Sequence[EvidenceUnit], scores: np.ndarray, weight: float) -> np.ndarray:
-    """Each row's score moved ``weight`` of the way up to the best score of its table's rows."""
-    best: dict[tuple[str, str], float] = {}
-    for unit, score in zip(units, scores, strict=True):
-        if unit.kind == "row":
-            key = (unit.chunk_id, unit.table_header)
-            best[key] = max(best.get(key, float(score)), float(score))
-    pulled = scores.copy()
-    for i, unit in enumerate(units):
-        if unit.kind == "row":
-            pulled[i] += weight * (best[(unit.chunk_id, unit.table_header)] - scores[i])
-    return pulled
-
-
-def pull_mentioned_rows(
-    units: Sequence[EvidenceUnit], scores: np.ndarray, weight: float, sentences: int
-) -> np.ndarray:
-    """Each table row named by one of the ``sentences`` best sentences moved ``weight`` of the way up to it.
-
-    Narrative says which line item matters ("the increase in technology and infrastructure
-    costs ..."); the table row of that name carries its figures. A label must be two terms
-    or more: "Total" or "Other" alone names nothing in particular.
-    """
-    best_sentences = [int(i) for i in np.argsort(-scores, kind="stable") if units[int(i)].kind == "sentence"]
-    said = [(float(scores[i]), _phrase(units[i].text)) for i in best_sentences[:sentences]]
-    pulled = scores.copy()
-    for i, unit in enumerate(units):
-        if unit.kind != "row":
-            continue
-        label = row_label_terms(unit.text)
-        if len(label) < 2:
-            continue
-        named = " " + " ".join(label) + " "
-        best = max((score for score, text in said if named in text), default=None)
-        if best is not None and best > scores[i]:
-            pulled[i] += weight * (best - scores[i])
-    return pulled
-
-
-@lru_cache(maxsize=65_536)
-def _phrase(text: str) -> str:
-    """``text``'s analysed terms joined by spaces, with a space at each end (for phrase lookups)."""
-    return " " + " ".join(analyze(text)) + " "
-
-
-@lru_cache(maxsize=65_536)
-def row_label_terms(row_text: str) -> tuple[str, ...]:
-    """The analysed terms of a table row's label (its first cell)."""
-    return tuple(analyze(" ".join(line.strip().strip("|").split("|")[0] for line in row_text.split("\n"))))
-
-
-@lru_cache(maxsize=65_536)
-def states_figures(text: str) -> bool:
-    """Whether ``text`` states a figure (an amount, a percentage; not a year or a date)."""
-    return bool(figures(text))
-
-
-def label_match(unit: EvidenceUnit, query_terms: set[str]) -> float:
-    """The share of a row label's terms that the question uses: 1.0 when it names the row ("Inventories")."""
-    if unit.kind != "row":
-        return 0.0
-    terms = set(row_label_terms(unit.text))
-    return len(terms & query_terms) / len(terms) if terms else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from index_build.builder import Enricher, IngestProgress, IngestReport, NoProgress, ingest
+from index_build.builder import ingest
+from index_build.ingest_report import Enricher, IngestProgress, IngestReport, NoProgress
 from pipeline.protocols import Embedder
 from server.models.factories import embedder_factory, make_embedder
 from server.models.llm import make_adapter, open_lm

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from index_build.builder import built_by, embedder_manifest
 from index_build.layout import live_version_id
+from index_build.manifests import built_by, embedder_manifest
 from index_build.snapshot import IndexSnapshot, open_live
 from pipeline.errors import ConfigurationError
 from pipeline.protocols import Embedder

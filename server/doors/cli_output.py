@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from index_build.builder import IngestReport
+from index_build.ingest_report import IngestReport
 from pipeline.answers import AskResult
 from pipeline.citations import marker
 from pipeline.retrieval.context import Context

@@ -31,10 +31,10 @@ from pydantic_settings import (
 )
 
 from bots.settings import SlackSettings, TeamsSettings
-from index_build.builder import IngestOptions
+from index_build.options import IngestOptions
 from pipeline.errors import ConfigurationError
 from pipeline.retrieval.context import ContextConfig
-from pipeline.retrieval.evidence import EvidenceConfig
+from pipeline.retrieval.evidence_config import EvidenceConfig
 from programs.agent_settings import AgentSettings
 from server.settings.flat_names import FLAT_NAMES, FlatEnvironment, nest_flat_names
 from server.settings.names import ENV_PREFIX, env_name

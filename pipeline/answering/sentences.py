@@ -1,0 +1,106 @@
+"""What a reply's sentences say, read by code: each sentence with its citations, whether it only
+restates the question, says nothing the evidence adds, refuses, or speaks in the documents' own words."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, marker
+from pipeline.figures import figures
+from pipeline.retrieval.ordering import split_sentences
+from pipeline.text import analyze
+
+_REFUSAL = re.compile(
+    r"\b(?:do(?:es)?\s+not|don't|doesn't|did\s+not|cannot|could\s+not|can't)\s+"
+    r"(?:say|state|answer|contain|mention|specify|provide|include|give|find|list|name|identify|disclose)"
+    r"|\bnot\s+(?:stated|mentioned|specified|provided|given|found|disclosed|listed|available)\b"
+    r"|\bno\s+(?:information|mention|details?)\b",
+    re.IGNORECASE,
+)
+_QUOTED = re.compile(r"“[^”]*”")
+POLAR_OPENING = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
+# An answer is in the documents' own words when this share of its words that the question
+# does not use stands in runs of at least SPAN_WORDS words copied from the passages it cites.
+SPAN_WORDS = 3
+OWN_WORDS_SHARE = 0.9
+MIN_NEW_WORDS = 3  # fewer words beyond the question's say too little to judge by
+
+
+def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) -> bool:
+    """Whether ``answer`` says what it says beyond the question in the evidence's own words
+    (the passages as the model read them: title, headings and text):
+    at least :data:`OWN_WORDS_SHARE` of its new words stand in runs of :data:`SPAN_WORDS` or
+    more words copied verbatim from ``evidence``.
+
+    Such an answer is grounded by construction, and code can tell so more reliably than a
+    small model asked whether it is ("listed the findings: IN FLIGHT COLLISION WITH OBJECT ...
+    OBJECT - TREE(S)" was judged unsupported by the 1.5B model). A "yes" or "no" opening is
+    never the documents' word, so a polar answer is left to the grounding check; a word the
+    answer changes ("admitted" for "admission") breaks its run.
+    """
+    if POLAR_OPENING.search(answer):
+        return False
+    words = _WORD.findall(MARKER.sub(" ", answer).lower())
+    runs = set()
+    for text in evidence:
+        source = _WORD.findall(text.lower())
+        runs.update(tuple(source[i : i + SPAN_WORDS]) for i in range(len(source) - SPAN_WORDS + 1))
+    copied = [False] * len(words)
+    for i in range(len(words) - SPAN_WORDS + 1):
+        if tuple(words[i : i + SPAN_WORDS]) in runs:
+            copied[i : i + SPAN_WORDS] = [True] * SPAN_WORDS
+    asked = set(analyze(question))
+    new = [i for i, word in enumerate(words) if (terms := analyze(word)) and terms[0] not in asked]
+    return len(new) >= MIN_NEW_WORDS and sum(copied[i] for i in new) >= OWN_WORDS_SHARE * len(new)
+
+
+def says_documents_do_not_answer(reply: str) -> bool:
+    """Whether a reply says the evidence does not answer the question; the documents' own words
+    quoted in it (“...”) are not the reply's ("the wreckage did not reveal ...")."""
+    return bool(_REFUSAL.search(_QUOTED.sub(" ", reply)))
+
+
+def answer_sentences(reply: str) -> list[str]:
+    """The reply's sentences, each with the citations written after its full stop ("... 2023. [2]")."""
+    sentences: list[str] = []
+    for sentence in split_sentences(reply):
+        leading = LEADING_MARKERS.match(sentence)
+        if leading and sentences:
+            sentences[-1] = f"{sentences[-1]} {leading.group().strip()}"
+            sentence = sentence[leading.end() :]
+        if sentence.strip():
+            sentences.append(sentence.strip())
+    return sentences
+
+
+def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
+    """Whether ``text`` names nothing from ``evidence`` that the question did not already say.
+
+    A figure counts, and so does any content word of the evidence the question does not use;
+    "Yes, the company announced a major acquisition [1]" has neither.
+    """
+    if figures(text):
+        return False
+    asked = set(analyze(question))
+    found = set(analyze("\n".join(evidence)))
+    said = {t for t in analyze(blank_markers(text)) if not t.isdigit()}
+    return not (said - asked) & found
+
+
+def echoes(sentence: str, question: str) -> bool:
+    """Whether ``sentence`` says nothing but the question's own words ("Yes, there are notable
+    changes in Apple's liquidity as reported in these 10-Qs."): a restatement, however long."""
+    said = set(analyze(blank_markers(POLAR_OPENING.sub("", sentence))))
+    return bool(said) and said <= set(analyze(question))
+
+
+def without_the_echo(sentence: str, question: str) -> str:
+    """A polar sentence that otherwise only restates the question, as its "Yes." or "No." alone
+    (with its citations): the answer kept, the restatement's length not."""
+    polar = POLAR_OPENING.match(sentence)
+    if polar is None or not echoes(sentence, question):
+        return sentence
+    markers = "".join(marker(int(n)) for n in MARKER.findall(sentence))
+    return f"{polar.group().strip().capitalize()}.{' ' + markers if markers else ''}"
