@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from pipeline.errors import ConfigurationError
-from server.settings import FLAT_NAMES, Settings, env_name, knobs, load_settings
+from server.settings import Settings, env_name, knobs, load_settings
 from tests.conftest import REPO
 
 
@@ -44,30 +44,20 @@ def test_docfinder_toml_in_the_working_directory_is_read(tmp_path):
     assert load_settings().ingest.keep_versions == 7
 
 
-def test_the_flat_names_still_work_with_a_warning_naming_the_new_place(tmp_path, monkeypatch):
-    (tmp_path / "docfinder.toml").write_text("keep_versions = 7\nchunk_tokens = 512\n")
+def test_a_flat_name_of_the_layout_before_the_sections_fails_naming_its_place(tmp_path, monkeypatch):
+    """The flat names (``DOCFINDER_LLM_API_BASE``, ``keep_versions``) are gone: each is an error
+    at start, never a setting silently left at its default."""
     monkeypatch.setenv("DOCFINDER_LLM_API_BASE", "http://vllm:8000/v1")
-    with pytest.warns(FutureWarning) as warned:
-        settings = load_settings(index_dir="/srv/index")
-    assert settings.ingest.keep_versions == 7 and settings.ingest.chunking.max_tokens == 512
-    assert settings.llm.api_base == "http://vllm:8000/v1" and str(settings.index.dir) == "/srv/index"
-    messages = " ".join(str(w.message) for w in warned)
-    assert "DOCFINDER_LLM_API_BASE is deprecated: use llm.api_base (DOCFINDER_LLM__API_BASE)" in messages
-    assert "keep_versions is deprecated: use ingest.keep_versions" in messages
-    assert "index_dir is deprecated: use index.dir" in messages
-
-
-def test_a_sections_own_value_wins_over_a_flat_name(monkeypatch):
-    monkeypatch.setenv("DOCFINDER_LLM_MODEL", "old")
-    monkeypatch.setenv("DOCFINDER_LLM__MODEL", "new")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        assert load_settings().llm.model == "new"
-
-
-def test_every_flat_name_has_a_place_that_exists():
-    places = set(knobs())
-    assert {path for path in FLAT_NAMES.values() if path not in places} == set()
+    with pytest.raises(
+        ConfigurationError, match=r"DOCFINDER_LLM_API_BASE \(did you mean DOCFINDER_LLM__API_BASE\?\)"
+    ):
+        load_settings()
+    monkeypatch.delenv("DOCFINDER_LLM_API_BASE")
+    monkeypatch.setenv("DOCFINDER_COLLECTIONS__DOCS__DESCRIPTION", "manuals")  # a map's entry is a setting
+    assert load_settings().collections["docs"].description == "manuals"
+    (tmp_path / "docfinder.toml").write_text("keep_versions = 7\n")
+    with pytest.raises(ConfigurationError, match="keep_versions"):
+        load_settings()
 
 
 def test_invalid_value_names_the_field_and_its_variable(monkeypatch):

@@ -83,9 +83,19 @@ class RetrievalConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    candidates: int = Field(16, ge=1, le=1000, description="Candidates per branch before fusion.")
+    candidates: int = Field(
+        16,
+        ge=1,
+        le=1000,
+        description="Candidates per branch before fusion; a search that selects a context fetches "
+        "at least context.candidates.",
+    )
     max_passages: int = Field(
-        8, ge=1, le=1000, description="Cap on passages a retrieval keeps (the agent's context)."
+        8,
+        ge=1,
+        le=1000,
+        description="Cap on the passages a search keeps when it is given no k; the agent's sparse "
+        "fallback adds at most a quarter of this many.",
     )
     min_score: float | None = Field(
         None, description="Drop fused results scoring below this; unset keeps all."

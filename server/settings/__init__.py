@@ -11,18 +11,19 @@ Sources, highest priority first: explicit overrides (CLI flags), ``DOCFINDER_*``
 variables (a section's knob as ``DOCFINDER_RETRIEVAL__DENSE_WEIGHT``), a TOML file
 (``--config FILE``, else ``$DOCFINDER_CONFIG``, else ``docfinder.toml`` in the working
 directory when present; a ``[retrieval]`` table per section), then the defaults. Unknown keys
-are errors, and an invalid value fails at start with a message naming the setting. The flat
-names of the release before (``llm_api_base``, ``DOCFINDER_LLM_API_BASE``) still work, each
-with a deprecation warning naming its new place.
+are errors, a ``DOCFINDER_`` variable that names no setting too (``DOCFINDER_LLM_API_BASE``
+of the flat layout before the sections: the error names ``DOCFINDER_LLM__API_BASE``), and an
+invalid value fails at start with a message naming the setting.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -36,7 +37,6 @@ from pipeline.errors import ConfigurationError
 from pipeline.retrieval.context import ContextConfig
 from pipeline.retrieval.evidence_config import EvidenceConfig
 from programs.agent_settings import AgentSettings
-from server.settings.flat_names import FLAT_NAMES, FlatEnvironment, nest_flat_names
 from server.settings.names import ENV_PREFIX, env_name
 from server.settings.sections import (
     DEFAULT_DOMAINS,
@@ -56,7 +56,6 @@ from server.settings.sections import (
 
 __all__ = [
     "DEFAULT_DOMAINS",
-    "FLAT_NAMES",
     "MIN_API_KEY_CHARS",
     "AccessSettings",
     "ApiKeySettings",
@@ -127,13 +126,6 @@ class Settings(BaseSettings):
             result = _replaced(result, path.split("."), value)
         return result  # type: ignore[return-value]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_names(cls, values: Any) -> Any:
-        """Keys of the flat layout (``llm_api_base``), from overrides or the TOML file, moved to
-        their section with a deprecation warning."""
-        return nest_flat_names(values, lambda name: name) if isinstance(values, dict) else values
-
     @classmethod
     def settings_customise_sources(
         cls,
@@ -147,7 +139,6 @@ class Settings(BaseSettings):
         return (
             init_settings,
             env_settings,
-            FlatEnvironment(settings_cls),
             TomlConfigSettingsSource(settings_cls),
         )
 
@@ -174,6 +165,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     ``overrides``, then ``DOCFINDER_*`` variables, then the TOML file (``config_file``, else
     ``$DOCFINDER_CONFIG``, else ``./docfinder.toml`` when present).
     """
+    _check_environment(os.environ)
     path = config_file or _config_file()
     if path is not None and not path.is_file():
         raise ConfigurationError(f"config file {path} does not exist")
@@ -190,6 +182,24 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         return _reading(path)(**nested)
     except ValidationError as exc:
         raise ConfigurationError(_describe(exc)) from exc
+
+
+def _check_environment(environment: Mapping[str, str]) -> None:
+    """Raise :class:`ConfigurationError` for a ``DOCFINDER_`` variable that names no setting
+    (pydantic-settings would ignore it, and the operator would run on a default unawares)."""
+    places = {env_name(path) for path in knobs()}
+    known = places | {f"{ENV_PREFIX}CONFIG"}
+    unknown = []
+    for name in sorted(environment):
+        if not name.startswith(ENV_PREFIX) or name in known or any(name.startswith(p + "__") for p in places):
+            continue  # a map's entry (DOCFINDER_COLLECTIONS__DOCS__WEIGHT) continues its knob's name
+        meant = [p for p in places if p.replace("__", "_") == name]
+        unknown.append(f"{name} (did you mean {meant[0]}?)" if meant else name)
+    if unknown:
+        raise ConfigurationError(
+            f"no setting is named {', '.join(unknown)}: a setting's variable is "
+            f"{ENV_PREFIX}SECTION__NAME (docs/configuration.md lists them)"
+        )
 
 
 def _reading(path: Path | None) -> type[Settings]:
