@@ -280,7 +280,7 @@ def answer_blocks(result: AskResult, reactions: Mapping[str, ReactionMeaning] = 
         {"type": "section", "text": {"type": "mrkdwn", "text": _truncate(to_mrkdwn(agent.answer))}}
     ]
     if agent.evidence:
-        quotes = [f"> [{q.n}] {_escape(q.readable())}" for q in agent.evidence]
+        quotes = [f"> {marker(q.n)} {_escape(q.readable())}" for q in agent.evidence]
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _truncate("\n".join(quotes))}})
     if agent.citations:
         lines = []

@@ -222,7 +222,9 @@ def _eval_answers(args: argparse.Namespace, settings: Settings) -> int:
     def progress(row: dict[str, Any]) -> None:
         rows.append(row)
         scores = ", ".join(f"{k} {v:.2f}" for k, v in row["scores"].items() if v is not None)
-        err.print(f"[{len(rows)}] {row['outcome']} in {row.get('seconds') or 0:.0f} s; {escape(scores)}")
+        err.print(
+            f"question {len(rows)}: {row['outcome']} in {row.get('seconds') or 0:.0f} s; {escape(scores)}"
+        )
 
     summary = evaluate_answers(
         args.dataset,

@@ -87,7 +87,7 @@ def describe_step(event: dict[str, Any]) -> str:
         dropped = ", ".join(d["reason"] for d in event.get("dropped", []))
         return f"compose: {event.get('kind')}" + (f" (dropped: {dropped})" if dropped else "")
     if step == Step.CITE_FIGURES:
-        added = ", ".join(f"{a['figure']} → [{a['passage']}]" for a in event.get("added", []))
+        added = ", ".join(f"{a['figure']} → {marker(a['passage'])}" for a in event.get("added", []))
         return f"cite_figures: {added}"
     if "verdict" in event:
         return f"{step}: {event['verdict']}"

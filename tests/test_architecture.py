@@ -341,3 +341,76 @@ def test_the_default_rule_catches_a_fusion_weight_declared_twice(tmp_path):
     )
     knobs = {"rrf_k", "dense_weight", "alpha", "fusion"}
     assert sorted(shadow_defaults(rogue, knobs)) == ["FusionParams.dense_weight", "RRF_K", "fuse(alpha=…)"]
+
+
+def hand_written_markers(path: Path) -> list[int]:
+    """The lines of ``path`` that write a ``[n]`` marker by hand: an f-string ``[{...}]``, or a
+    ``"[%d]"`` / ``"[{}]"`` template."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.JoinedStr):
+            parts = node.values
+            for before, value, after in zip(parts, parts[1:], parts[2:], strict=False):
+                if (
+                    isinstance(before, ast.Constant)
+                    and str(before.value).endswith("[")
+                    and isinstance(value, ast.FormattedValue)
+                    and isinstance(after, ast.Constant)
+                    and str(after.value).startswith("]")
+                    and not str(after.value).startswith("](")  # a Markdown link's label
+                ):
+                    lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and ("[%d]" in node.value or "[{}]" in node.value)
+        ):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_every_writer_of_a_citation_marker_calls_pipeline_citations():
+    paths = [p for package in ALLOWED if package != "tests" for p in (REPO / package).rglob("*.py")]
+    writers = {str(p.relative_to(REPO)): hand_written_markers(p) for p in paths}
+    assert {path: lines for path, lines in writers.items() if lines} == {"pipeline/citations.py": [22]}
+
+
+def test_the_marker_rule_catches_a_hand_written_marker(tmp_path):
+    rogue = tmp_path / "reply.py"
+    rogue.write_text('def cite(n):\n    return f"see [{n}]"\n\n\nOLD = "[%d]"\n')
+    assert sorted(hand_written_markers(rogue)) == [2, 5]
+
+
+def step_literals(path: Path) -> list[int]:
+    """The lines of ``path`` that name a trace step by a bare string: ``{"step": "dense"}``,
+    ``tracer.record("fuse", ...)`` or ``e["step"] == "compose"``, instead of a ``Step`` member."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "step" and isinstance(value, ast.Constant):
+                    lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "record" and node.args:
+            if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Compare) and isinstance(node.comparators[0], ast.Constant):
+            left = ast.unparse(node.left)
+            if left.endswith(("['step']", "get('step')")) and isinstance(node.comparators[0].value, str):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_every_trace_step_is_a_member_of_step():
+    """Traces, status events and the bench name steps by ``pipeline.steps.Step``: one closed set."""
+    paths = [p for package in ALLOWED if package != "tests" for p in (REPO / package).rglob("*.py")]
+    literals = {str(p.relative_to(REPO)): step_literals(p) for p in paths}
+    assert {path: lines for path, lines in literals.items() if lines} == {}
+
+
+def test_the_step_rule_catches_a_free_string(tmp_path):
+    rogue = tmp_path / "search.py"
+    rogue.write_text(
+        'def run(tracer, trace):\n    tracer.record("fuse", 0.0)\n    trace.append({"step": "dense"})\n'
+        '    return [e for e in trace if e["step"] == "compose"]\n'
+    )
+    assert sorted(step_literals(rogue)) == [2, 3, 4]

@@ -2,7 +2,6 @@
 invalid values named at start, and each knob declared once."""
 
 import ast
-import warnings
 
 import pytest
 from pydantic import BaseModel

@@ -70,6 +70,7 @@ from pipeline.answers import AgentAnswer
 from pipeline.citations import cited_numbers
 from pipeline.figures import all_numbers, figures, stated_figures
 from pipeline.retrieval.context import Passage
+from pipeline.steps import Step
 from programs.agent import number_passages
 from server.service import open_service
 from server.settings import Settings
@@ -208,7 +209,7 @@ async def _ask_agent(service: Any, text: str, conversation_id: str | None) -> tu
     first_evidence: list[float] = []
 
     async def on_status(event: dict[str, Any]) -> None:
-        if event["step"] == "evidence" and not first_evidence:
+        if event["step"] == Step.EVIDENCE and not first_evidence:
             first_evidence.append(time.perf_counter() - started)
 
     result = await service.ask(text, conversation_id=conversation_id, on_status=on_status)
@@ -314,8 +315,8 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
         "llm_calls": reply.llm_calls,
         "sources": sorted(set(reply.sources)),
         "steps": [e.get("step") for e in reply.trace],
-        "drafts": [e["answer"] for e in reply.trace if e.get("step") == "generate"],
-        "dropped": [d for e in reply.trace if e.get("step") == "compose" for d in e["dropped"]],
+        "drafts": [e["answer"] for e in reply.trace if e.get("step") == Step.GENERATE],
+        "dropped": [d for e in reply.trace if e.get("step") == Step.COMPOSE for d in e["dropped"]],
     }
 
 

@@ -26,6 +26,7 @@ from pipeline.registry import Registry
 from pipeline.retrieval.evidence import EvidenceSearch
 from pipeline.retrieval.ordering import order_ping_pong
 from pipeline.retrieval.selection import Item
+from pipeline.steps import Step
 from pipeline.types import Chunk, EvidenceUnit, SearchHit, place_label
 
 EVIDENCE_ORDERS = ("document", "score", "pingpong")  # the orders the evidence selection applies
@@ -315,7 +316,7 @@ def build_context(
     selection = config.selection
     if selection in UNIT_SELECTIONS and (evidence is None or not evidence.units):
         trace.append(
-            {"step": "select_context", "note": "no evidence units in the index: top-k passages used"}
+            {"step": Step.SELECT_CONTEXT, "note": "no evidence units in the index: top-k passages used"}
         )
         selection = "topk"
     pieces = SELECTIONS[selection](
@@ -326,7 +327,7 @@ def build_context(
     )
     trace.append(
         {
-            "step": "select_context",
+            "step": Step.SELECT_CONTEXT,
             "ms": round((time.perf_counter() - started) * 1000, 3),
             "strategy": selection,
             "budget_tokens": config.budget_tokens,
@@ -345,7 +346,7 @@ def build_context(
     )
     trace.append(
         {
-            "step": "order_context",
+            "step": Step.ORDER_CONTEXT,
             "ms": round((time.perf_counter() - started) * 1000, 3),
             "order": config.order,
             "groups": len({p.group for p in ordered}),

@@ -73,6 +73,7 @@ from pipeline.retrieval.unit_lifts import (
     pull_table_rows,
     states_figures,
 )
+from pipeline.steps import Step
 from pipeline.text import analyze, is_contents_line
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 
@@ -292,7 +293,7 @@ class _Scale:
 
 def _trace(started: float, documents: list[str], candidates: int, queries: list[str]) -> dict[str, Any]:
     return {
-        "step": "deepen",
+        "step": Step.DEEPEN,
         "ms": round((time.perf_counter() - started) * 1000, 3),
         "documents": documents,
         "queries": queries,

@@ -32,6 +32,7 @@ from pipeline.retrieval.fusion import (
     threshold_and_cap,
 )
 from pipeline.retrieval.mmr import mmr_select
+from pipeline.steps import Step
 from pipeline.types import Chunk, SearchHit, model_text
 
 SearchMode = Literal["bm25", "dense", "hybrid", "sparse"]
@@ -178,7 +179,7 @@ class RetrievalResult:
 class _Tracer:
     steps: list[dict[str, Any]] = field(default_factory=list)
 
-    def record(self, step: str, started: float, **details: Any) -> None:
+    def record(self, step: Step, started: float, **details: Any) -> None:
         self.steps.append({"step": step, "ms": round((time.perf_counter() - started) * 1000, 3), **details})
 
 
@@ -219,7 +220,7 @@ def retrieve(
     floor = config.min_score if config.min_score is not None else float("-inf")
     kept = threshold_and_cap(merged, floor, cap)
     tracer.record(
-        "select",
+        Step.SELECT,
         started,
         variants=len(rankings),
         min_score=config.min_score,
@@ -253,7 +254,7 @@ def _branches(
         terms = expansion.terms
         bm25 = index.bm25_top(terms, depth, request.collections, config.field_weight, request.documents)
         tracer.record(
-            "bm25",
+            Step.BM25,
             started,
             query=query,
             expansion=list(expansion.added),
@@ -263,11 +264,11 @@ def _branches(
     if request.mode in ("dense", "hybrid", "sparse"):
         started = time.perf_counter()
         vector = embedder.embed_query(query)
-        tracer.record("encode_query", started, query=query)
+        tracer.record(Step.ENCODE_QUERY, started, query=query)
     if request.mode == "sparse":
         started = time.perf_counter()
         dense = index.sparse_top(vector, depth, request.collections)
-        tracer.record("sparse", started, query=query, candidates=_brief(dense))
+        tracer.record(Step.SPARSE, started, query=query, candidates=_brief(dense))
     elif request.mode in ("dense", "hybrid"):
         started = time.perf_counter()
         diverse = config.mmr_lambda < 1.0
@@ -279,7 +280,9 @@ def _branches(
             dense = [pool[i] for i in mmr_select(vector, vectors, depth, config.mmr_lambda)]
         else:
             dense = pool
-        tracer.record("dense", started, query=query, mmr_lambda=config.mmr_lambda, candidates=_brief(dense))
+        tracer.record(
+            Step.DENSE, started, query=query, mmr_lambda=config.mmr_lambda, candidates=_brief(dense)
+        )
     return bm25, dense, terms, vector
 
 
@@ -308,7 +311,7 @@ def _complete_scores(
         dense = dense + list(zip(need_dense, similarities.tolist()))
     if need_bm25:
         bm25 = bm25 + list(zip(need_bm25, index.bm25_scores_of(need_bm25, terms, field_weight)))
-    tracer.record("complete_scores", started, added_dense=len(need_dense), added_bm25=len(need_bm25))
+    tracer.record(Step.COMPLETE_SCORES, started, added_dense=len(need_dense), added_bm25=len(need_bm25))
     return bm25, dense
 
 
@@ -326,7 +329,7 @@ def _rank(
     dense_hits = [BranchHit(c.chunk_id, s, r) for r, (c, s) in enumerate(dense)]
     started = time.perf_counter()
     if reranker is None:
-        tracer.record("rerank", started, reranker=None, note="no reranker configured: branch scores used")
+        tracer.record(Step.RERANK, started, reranker=None, note="no reranker configured: branch scores used")
     else:
         union = {c.chunk_id: c for c, _ in [*bm25, *dense]}
         # Each chunk is scored as the embedder saw it: title and heading path give context.
@@ -336,13 +339,13 @@ def _rank(
             branch_scores[key]["rerank"] = value
         bm25_hits = [BranchHit(h.key, rescored[h.key], h.rank) for h in bm25_hits]
         dense_hits = [BranchHit(h.key, rescored[h.key], h.rank) for h in dense_hits]
-        tracer.record("rerank", started, reranker=reranker.name, scored=len(union))
+        tracer.record(Step.RERANK, started, reranker=reranker.name, scored=len(union))
 
     started = time.perf_counter()
     if request.mode != "hybrid":
         hits = bm25_hits if request.mode == "bm25" else dense_hits
         ranking = sorted(((h.key, h.score) for h in hits), key=lambda item: -item[1])
-        tracer.record("fuse", started, method=None, mode=request.mode)
+        tracer.record(Step.FUSE, started, method=None, mode=request.mode)
         return ranking
     collection_of = {c.chunk_id: c.collection for c, _ in [*bm25, *dense]}
     boosts = (
@@ -358,7 +361,7 @@ def _rank(
         boosts=boosts,
     )
     tracer.record(
-        "fuse",
+        Step.FUSE,
         started,
         method=config.fusion,
         boosts=dict(request.boosts) if request.boosts else None,

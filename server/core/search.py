@@ -42,6 +42,7 @@ from pipeline.retrieval.search import (
     SearchRequest,
     retrieve,
 )
+from pipeline.steps import Step
 from pipeline.text import analyze
 from pipeline.types import Chunk, SearchHit
 from server.core.access import Access, require_scope
@@ -110,7 +111,7 @@ class Searcher:
             "absent": list(result.absent),
         }
         if result.context is not None:
-            selected = next((e for e in result.context.trace if e.get("step") == "select_context"), {})
+            selected = next((e for e in result.context.trace if e.get("step") == Step.SELECT_CONTEXT), {})
             details.update(strategy=selected.get("strategy"), context_tokens=result.context.tokens)
         return Retrieved([replace(p, period=periods.get(p.chunk.doc_id, "")) for p in passages], details)
 
@@ -175,7 +176,7 @@ class Searcher:
                 resolved = resolve_scope(query, snapshot.documents(request.collections))
             chosen = scope if scope is not None and resolved.documents is None else resolved
             routed = self._routed(snapshot, request, query) if mode != "sparse" else request
-            scope_step = {"step": "scope", "ms": round((time.perf_counter() - started) * 1000, 3)}
+            scope_step = {"step": Step.SCOPE, "ms": round((time.perf_counter() - started) * 1000, 3)}
             if routed.boosts != request.boosts:
                 scope_step["route"] = dict(routed.boosts or {})
             result = retrieve(

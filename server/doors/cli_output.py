@@ -189,14 +189,14 @@ def print_answer(console: Console, result: AskResult, trace: bool = False) -> No
     if agent.evidence:
         console.print("[bold]Evidence[/]")
         for quote in agent.evidence:
-            console.print(f"  [cyan][{quote.n}][/] “{shown_lines(quote.readable())}”")
+            console.print(f"  [cyan]{marker(quote.n)}[/] “{shown_lines(quote.readable())}”")
             if quote.caption():
                 console.print(f"      [dim]{shown(quote.caption())}[/]")
         console.print()
     if agent.citations:
         console.print("[bold]Sources[/]")
         for citation in agent.citations:
-            console.print(f"  [cyan][{citation.n}][/] {shown(citation.label())}")
+            console.print(f"  [cyan]{marker(citation.n)}[/] {shown(citation.label())}")
             console.print(f"      [dim]{shown(citation.source)}[/]")
     console.print(
         f"[dim]conversation {result.conversation_id} · answer {result.answer_id} · {agent.outcome}[/]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pipeline.retrieval.context import SELECTIONS, ContextPiece, SelectionInput
 from pipeline.retrieval.ordering import dedupe, split_sentences
+from pipeline.steps import Step
 
 
 @SELECTIONS.register("sentences")
@@ -22,7 +23,7 @@ def sentences(selection: SelectionInput) -> list[ContextPiece]:
         best = sorted(range(len(kept)), key=lambda i: -scores[i])[: selection.config.top_sentences]
         keep = sorted(best)
         kept, scores = [kept[i] for i in keep], [scores[i] for i in keep]
-    selection.trace.append({"step": "sentences", "pooled": len(pool), "after_dedupe": len(kept)})
+    selection.trace.append({"step": Step.SENTENCES, "pooled": len(pool), "after_dedupe": len(kept)})
     pieces, used = [], 0
     for (hit, sentence, _), score in zip(kept, scores):
         size = selection.tokenizer.count(sentence)
