@@ -445,7 +445,8 @@ async def test_requests_are_held_to_the_schema(server):
     spec = await (await client.get("/openapi.json")).json()
     reference = spec["paths"]["/v1/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     search = spec["components"]["schemas"][reference["$ref"].rsplit("/", 1)[-1]]
-    assert search["additionalProperties"] is False and search["properties"]["k"]["type"] == "integer"
+    k_types = {option.get("type") for option in search["properties"]["k"]["anyOf"]}
+    assert search["additionalProperties"] is False and k_types == {"integer", "null"}  # null: retrieval.k
 
 
 async def test_slack_malformed_headers_are_401_and_a_retried_event_is_answered_once(

@@ -180,7 +180,9 @@ async def check_index(settings: Settings) -> Check:
     from index_build.snapshot import open_live
 
     try:
-        snapshot = await asyncio.to_thread(open_live, settings.index.dir)
+        snapshot = await asyncio.to_thread(
+            open_live, settings.index.dir, memory_map=settings.index.memory_map
+        )
     except IndexNotFoundError:
         return Check(
             "index",

@@ -126,7 +126,12 @@ class RetrievalSettings(RetrievalConfig):
     """The retrieval knobs (:class:`pipeline.retrieval.search.RetrievalConfig`) and the models and
     glossary the service loads for it."""
 
-    k: int = Field(10, ge=1, le=1000, description="Passages returned by `docfinder search`.")
+    k: int = Field(
+        10,
+        ge=1,
+        le=1000,
+        description="Passages a search returns when it names no k (`docfinder search`, REST and MCP search).",
+    )
     glossary_path: Path | None = Field(
         None, description="YAML/JSON glossary (SKOS-like) for query expansion."
     )
