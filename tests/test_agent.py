@@ -473,6 +473,13 @@ def test_a_question_on_a_name_the_documents_never_mention_is_answered_so():
         "The documents do not mention pg_cron."
     )
     assert says_documents_do_not_answer(result.answer) and result.evidence
+    went_on = lm(
+        {"answer": "Run pg_cron.schedule('0 2 * * *', 'VACUUM ANALYZE') [1]. Make sure to replace mydb."}
+    )
+    result, _ = run(agent(), went_on, Retriever(hits), asked)
+    assert result.outcome == "not_in_documents" and "mydb" not in result.answer, (
+        "the rest was about pg_cron too"
+    )
     beside = lm({"answer": "VACUUM ANALYZE updates the planner's statistics [1]."})
     result, _ = run(agent(), beside, Retriever(hits), asked)
     assert result.outcome == "answered" and result.answer == (

@@ -116,3 +116,39 @@ def test_metadata_comes_from_the_file_name_and_the_opening_pages():
     )
     meta = describe(Path("/docs/cryostat.md"), manual, "d3")
     assert meta.version == "2.3" and meta.period == "2021-03"
+
+
+def test_a_web_page_is_dated_by_its_front_matter_never_by_its_body_or_contents():
+    """A manual's page: "Release 15.20" in its table of contents, "Short Version" over "17.2." and
+    a date deep in its body once made it "the latest" page of the manual."""
+    page = ParsedDocument(
+        "Part III. Server Administration",
+        (
+            Block("heading", "Part III. Server Administration", 0, 1),
+            Block("text", "This part covers topics that are of interest to a database administrator."),
+            Block("text", "Table of Contents"),
+            Block("entry", "17.1. Short Version"),
+            Block("entry", "17.2. Requirements"),
+            Block("entry", "E.1. Release 15.20"),
+            Block("heading", "Backups", 0, 2),
+            Block("text", "This section was last updated April 2021 for the new tools."),
+        ),
+        page_count=0,
+    )
+    meta = describe(Path("/docs/admin.html"), page, "p1")
+    assert (meta.version, meta.period, meta.organisation) == ("", "", "")
+    release = ParsedDocument(
+        "E.18. Release 15.3", (Block("heading", "E.18. Release 15.3", 0, 1), Block("text", "Fixes.")), 0
+    )
+    assert describe(Path("/docs/release-15-3.html"), release, "p2").version == "15.3"
+    readme = ParsedDocument(
+        "Cryostat Manual",
+        (
+            Block("heading", "Cryostat Manual", 0, 1),
+            Block("text", "Version 2.3, updated March 2021"),
+            Block("heading", "Cooling down", 0, 2),
+        ),
+        0,
+    )
+    meta = describe(Path("/docs/cryostat.md"), readme, "p3")
+    assert meta.version == "2.3" and meta.period == "2021-03"

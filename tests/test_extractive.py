@@ -688,3 +688,33 @@ def test_a_rows_cells_say_the_words_their_column_labels_share_once():
         grouped_cells(dated)
         == "Three Months Ended July 1, 2023: 81,797; Three Months Ended June 25, 2022: 82,959"
     )
+
+
+def test_a_reply_that_copies_a_passage_with_its_label_is_no_answer_and_the_evidence_is_quoted():
+    """The 1.5B model wrote its prompt back ("[1] Chapter 4. Authentication and access controls
+    — 4.6.2. Secure Shell", then the passage) and it stood as the answer, split at "Chapter 4."."""
+    chunk = Chunk(
+        "ch04-0001",
+        "ch04",
+        "debian",
+        "/docs/ch04.en.html",
+        "Chapter 4. Authentication and access controls",
+        ("4.6.3. Extra security measures for the Internet",),
+        (0, 0),
+        "Use of the firewall policy together with the following packages may help. "
+        "The fail2ban package bans IPs that cause multiple authentication errors.",
+        "h",
+    )
+    evidence = whole_passages([SearchHit(chunk, 1.0)])
+    label = evidence[0].evidence_label()
+    question = "is there a packaged tool that bans IPs after repeated ssh auth failures?"
+    copied = compose_answer(
+        question, f"[1] {label}\nUse of the firewall policy together with the following", evidence
+    )
+    assert copied.kind == "quotes" and copied.text == DOCUMENTS_SAY and copied.kept == ""
+    assert [d.reason for d in copied.dropped] == ["label"]
+    assert "fail2ban" in shown(copied)
+    answered = compose_answer(
+        question, "Yes: the fail2ban package bans IPs that cause authentication errors [1].", evidence
+    )
+    assert answered.kind == "answer" and "fail2ban" in answered.kept

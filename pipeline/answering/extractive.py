@@ -25,7 +25,8 @@ the answer among those it cites, the unit that best answers the question, and th
 best answers what those two leave of it; never a dump of the context.
 
 A reply that opens by saying the documents do not answer is kept as such, with the nearest
-evidence quoted, so that the user sees why (said later, it qualifies an answer and is kept).
+evidence quoted (said later, it qualifies an answer); one that copies a passage's label and
+text (the prompt, echoed) is no answer: the evidence that answers is quoted instead.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from pipeline.answering.quotes import (
 from pipeline.answering.sentences import (
     POLAR_OPENING,
     answer_sentences,
+    copies_a_label,
     echoes,
     says_documents_do_not_answer,
     says_nothing_new,
@@ -58,6 +60,9 @@ from pipeline.retrieval.context import Passage
 from pipeline.retrieval.ordering import is_list_item
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
+DropReason = Literal[
+    "figure", "direction", "row", "column", "name", "negation", "label", "says_nothing", "dangling", "absent"
+]
 NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
 NOT_IN_DOCUMENTS = "The documents do not say."
 NEAREST_EVIDENCE = "The nearest they come is quoted below."
@@ -92,18 +97,7 @@ class DroppedSentence:
     """A sentence of the model's reply that code did not let through, and why."""
 
     sentence: str
-    reason: Literal[
-        "figure",
-        "direction",
-        "row",
-        "column",
-        "name",
-        "negation",
-        "label",
-        "says_nothing",
-        "dangling",
-        "absent",
-    ]
+    reason: DropReason
     detail: tuple[str, ...] = ()
 
 
@@ -167,9 +161,9 @@ def compose_answer(
     and saying something new are still checked). ``rules`` are the rule packs in use.
     ``reply_chars`` bounds the whole reply, about: the quotes fill what the kept sentences leave
     of it (one short quote at least). ``absent`` are the question's technical names that no
-    document of the search mentions
-    (:mod:`pipeline.retrieval.absent`): a sentence that states something of one cannot rest on the
-    documents and goes, and the answer says which the documents never mention.
+    document of the search mentions (:mod:`pipeline.retrieval.absent`): a reply that states
+    something of one cannot rest on the documents and none of it stands; a reply that speaks of
+    none stands after the sentence saying which names the documents never mention.
     """
     cited = cited_numbers(reply, len(passages))
     sentences = answer_sentences(reply)
@@ -178,6 +172,9 @@ def compose_answer(
         if any(pack.holds_what_is_asked(question, units) for pack in rules):  # they do say it
             return ComposedAnswer("", "quotes", "", [], [DroppedSentence(sentences[0], "says_nothing")])
         return not_in_documents(question, passages, units, absent)
+    if copies_a_label(reply, [p.evidence_label() for p in passages]):  # no answer: its prompt, copied
+        quotes = answering_quotes(question, "", passages, units, set(), limit, reply_chars)
+        return ComposedAnswer(DOCUMENTS_SAY, "quotes", "", quotes, [DroppedSentence(reply[:300], "label")])
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
     reading = _Reading(question, passages, evidence, units, cited, check_figures, tuple(rules), tuple(absent))
     kept: list[str] = []
@@ -204,7 +201,9 @@ def compose_answer(
     gap = any(offers_what_its_sources_lack(d.sentence, reading) for d in dropped)
     # A line a pack derived from the documents' cells, its inputs shown, is an answer too.
     kept_text = "\n".join(line for line in (kept_text, derived) if line)
-    if absent and not kept_text and any(d.reason == "absent" for d in dropped):
+    # A reply that speaks of what the documents never mention is about it throughout ("Run pg_cron ...
+    # Make sure to replace mydb ..."): none of it stands.
+    if absent and any(d.reason == "absent" for d in dropped):
         composed = not_in_documents(question, passages, units, absent)
         return replace(composed, dropped=dropped)
     if kept_text:

@@ -104,3 +104,12 @@ def without_the_echo(sentence: str, question: str) -> str:
         return sentence
     markers = "".join(marker(int(n)) for n in MARKER.findall(sentence))
     return f"{polar.group().strip().capitalize()}.{' ' + markers if markers else ''}"
+
+
+def copies_a_label(reply: str, labels: Sequence[str]) -> bool:
+    """Whether ``reply`` reproduces the label of a passage it read ("[1] Chapter 4. Authentication
+    and access controls — 4.6.2. Secure Shell", then the passage): the model copied its prompt
+    and wrote no answer. The sentence splitter cuts such a label at "Chapter 4.", so the reply
+    is read whole; a label of 20 characters or fewer ("Notes") may be a phrase of an answer."""
+    flat = " ".join(blank_markers(reply).split())
+    return any(len(label) > 20 and " ".join(label.split()) in flat for label in labels)
