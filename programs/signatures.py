@@ -46,9 +46,9 @@ class Transform(dspy.Signature):
 
 
 class Generate(dspy.Signature):
-    """Answer the question from the numbered passages in one to three short sentences. Be specific:
-    give the names, settings, commands, values and figures that answer it, exactly as the passages
-    write them, and cite each claim as [n]. If the passages do not answer it, say so."""
+    """Answer the question from the numbered passages. Be specific: give the names, settings, commands,
+    values and figures that answer it, exactly as the passages write them, and cite each claim as [n].
+    If the passages do not answer it, say so."""
 
     # The question comes last, after what it is asked of: read first, a chatty question was
     # echoed back as the answer by the embedded 1.5B model.
@@ -61,7 +61,7 @@ class Generate(dspy.Signature):
         "follow up; may be empty"
     )
     question: str = dspy.InputField()
-    answer: str = dspy.OutputField(desc="a short, specific answer with [n] citations")
+    answer: str = dspy.OutputField(desc="a specific answer with [n] citations")
 
 
 class Supported(dspy.Signature):
