@@ -46,6 +46,7 @@ from pipeline.answering.quotes import (
     quote_candidates,
 )
 from pipeline.answering.sentences import (
+    LABEL_CHARS,
     POLAR_OPENING,
     answer_sentences,
     copies_a_label,
@@ -308,7 +309,7 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     unstated = unstated_figures(sentence, stated, question) if reading.check_figures else set()
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
-    if any(len(label) > 20 and label in sentence for label in (p.evidence_label() for p in passages)):
+    if any(len(lab) > LABEL_CHARS and lab in sentence for lab in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
     if not _ASKS_FOR_A_DOCUMENT.search(question) and any(
         _named_as_the_answer(p.chunk.title, sentence) for p in passages

@@ -26,6 +26,7 @@ _WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
 SPAN_WORDS = 3
 OWN_WORDS_SHARE = 0.9
 MIN_NEW_WORDS = 3  # fewer words beyond the question's say too little to judge by
+LABEL_CHARS = 20  # a passage label this short or shorter ("Notes") may be a phrase of an answer
 
 
 def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) -> bool:
@@ -110,6 +111,6 @@ def copies_a_label(reply: str, labels: Sequence[str]) -> bool:
     """Whether ``reply`` reproduces the label of a passage it read ("[1] Chapter 4. Authentication
     and access controls — 4.6.2. Secure Shell", then the passage): the model copied its prompt
     and wrote no answer. The sentence splitter cuts such a label at "Chapter 4.", so the reply
-    is read whole; a label of 20 characters or fewer ("Notes") may be a phrase of an answer."""
+    is read whole; a label of ``LABEL_CHARS`` or fewer may be a phrase of an answer."""
     flat = " ".join(blank_markers(reply).split())
-    return any(len(label) > 20 and " ".join(label.split()) in flat for label in labels)
+    return any(len(label) > LABEL_CHARS and " ".join(label.split()) in flat for label in labels)
