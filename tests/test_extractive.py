@@ -98,6 +98,38 @@ def test_the_first_word_of_a_sentence_left_joined_to_the_one_before_is_no_name()
     }
 
 
+def test_the_word_that_opens_a_step_or_a_clause_after_a_colon_is_no_name():
+    """Techdocs drafts read by hand: "1. **Stop the Server**: Ensure that ..." and "3. **Query
+    pg_stat_activity**: Execute the following ..." lost a procedure's step to "Ensure" and
+    "Execute" read as names; a name later in the clause still counts."""
+    evidence = passages(
+        "Stop the server, if it's running. Then query pg_stat_activity for the blocked session."
+    )
+    question = "How do I find the blocking session?"
+    steps = (
+        "Follow these steps:\n1. **Stop the server**: Ensure that it is stopped [1].\n"
+        "2. **Query pg_stat_activity**: Execute the query on pg_stat_activity [1]."
+    )
+    assert not compose_answer(question, steps, evidence).dropped
+    invented = "1. **Stop the server**: Ensure that Oracle Enterprise is stopped [1]."
+    assert {d.reason: d.detail for d in compose_answer(question, invented, evidence).dropped} == {
+        "name": ("Oracle", "Enterprise")
+    }
+
+
+def test_a_sentence_in_the_questions_words_that_adds_a_figure_is_no_echo():
+    """A techdocs draft: asked for a setting's default, "The default is 4.0 [4]." was dropped as
+    a restatement of the question, its one fact with it."""
+    evidence = passages(
+        "random_page_cost (floating point) sets the cost of a non-sequential page. The default is 4.0."
+    )
+    question = "Which cost setting tells it random reads are cheap, and what's the default?"
+    answer = compose_answer(question, "It is random_page_cost [1]. The default is 4.0 [1].", evidence)
+    assert not answer.dropped and "The default is 4.0 [1]." in answer.kept
+    echoed = compose_answer(question, "What is the default? The default is 4.0 [1].", evidence)
+    assert [d.reason for d in echoed.dropped] == ["says_nothing"]
+
+
 def test_a_reply_that_the_documents_do_not_answer_says_so_and_quotes_the_nearest_evidence():
     answer = compose_answer(
         "Which VR headset model does the study use?",

@@ -75,7 +75,9 @@ _NEGATION = re.compile(
     r"precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
     re.IGNORECASE,
 )
-_OPENS_A_SENTENCE = re.compile(r"[.!?][\"”’)\]]*\s+$")  # a full stop and space before a word
+# A word that opens a sentence or a clause: after a full stop, a colon ("**Stop the server**: Ensure
+# ..."), or a list item's bullet or number on a new line; its capital is no name's.
+_OPENS_A_SENTENCE = re.compile(r"(?:[.!?][\"”’)\]]*|:[*_`]*)\s+$|\n\s*(?:(?:[-*•]|\d+[.)])\s+)?[*_`]*$")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 # "This increase was offset ...", "The strategic focuses of these investments ...": a sentence

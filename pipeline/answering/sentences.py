@@ -92,8 +92,12 @@ def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
 
 def echoes(sentence: str, question: str) -> bool:
     """Whether ``sentence`` says nothing but the question's own words ("Yes, there are notable
-    changes in Apple's liquidity as reported in these 10-Qs."): a restatement, however long."""
-    said = set(analyze(blank_markers(POLAR_OPENING.sub("", sentence))))
+    changes in Apple's liquidity as reported in these 10-Qs."): a restatement, however long. A
+    figure the question does not state is news ("The default is 4.0" to "what's the default?")."""
+    text = blank_markers(POLAR_OPENING.sub("", sentence))
+    if figures(text) - figures(question):
+        return False
+    said = set(analyze(text))
     return bool(said) and said <= set(analyze(question))
 
 
