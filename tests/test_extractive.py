@@ -130,6 +130,35 @@ def test_a_sentence_in_the_questions_words_that_adds_a_figure_is_no_echo():
     assert [d.reason for d in echoed.dropped] == ["says_nothing"]
 
 
+def test_a_command_in_a_code_block_is_shown_as_written_and_judged_whole():
+    """Five of 25 techdocs answers (tune half) wrote a fenced block; its lines were judged as
+    sentences and shown run together ("```yaml #cloud-config hostname: ..."). A block stands whole
+    or goes whole, and the sentence announcing a block that went goes with it."""
+    evidence = passages(
+        "Use qemu-nbd to export the image, then mount the partition. "
+        "modprobe nbd max_part=16 loads the driver; qemu-nbd -c /dev/nbd0 disk.qcow2 connects it."
+    )
+    question = "How do I mount a qcow2 image's first partition?"
+    reply = (
+        "Load the driver and connect the image [1]:\n\n```sh\nmodprobe nbd max_part=16\n"
+        "qemu-nbd -c /dev/nbd0 disk.qcow2\n```\n\nThen mount /dev/nbd0p1 [1]."
+    )
+    answer = compose_answer(question, reply, evidence)
+    assert not answer.dropped
+    assert "\n```sh\nmodprobe nbd max_part=16\nqemu-nbd -c /dev/nbd0 disk.qcow2\n```\n" in answer.kept
+    invented = "Run the following [1]:\n```sh\nmodprobe nbd max_part=64\n```\nThen mount /dev/nbd0p1 [1]."
+    answer = compose_answer(question, invented, evidence)
+    assert [d.reason for d in answer.dropped] == ["dangling", "figure"]
+    assert "```" not in answer.kept and "max_part=64" not in answer.text
+
+
+def test_a_reply_cut_after_a_list_number_does_not_show_the_bare_number():
+    evidence = passages("Stop the server. Copy the data directory to a safe place.")
+    reply = "Follow these steps [1]:\n1. Stop the server [1].\n2. Copy the data directory [1].\n3."
+    answer = compose_answer("How do I restore the cluster?", reply, evidence)
+    assert answer.kept.endswith("2. Copy the data directory [1].")
+
+
 def test_a_reply_that_the_documents_do_not_answer_says_so_and_quotes_the_nearest_evidence():
     answer = compose_answer(
         "Which VR headset model does the study use?",

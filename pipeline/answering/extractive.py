@@ -51,6 +51,8 @@ from pipeline.answering.sentences import (
     answer_sentences,
     copies_a_label,
     echoes,
+    is_code_block,
+    joined_sentences,
     says_documents_do_not_answer,
     says_nothing_new,
     without_the_echo,
@@ -58,7 +60,6 @@ from pipeline.answering.sentences import (
 from pipeline.citations import blank_markers, cited_numbers
 from pipeline.figures import unstated_figures, written_forms
 from pipeline.retrieval.context import Passage
-from pipeline.retrieval.ordering import is_list_item
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents"]
 DropReason = Literal[
@@ -183,7 +184,7 @@ def compose_answer(
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
     corrected: list[str] = []
-    after_a_drop = False
+    after_a_drop = announced = False
     for sentence in sentences:
         problem, placed, fixes = _judged(sentence, reading, after_a_drop)
         after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
@@ -191,8 +192,11 @@ def compose_answer(
             kept.append(without_the_echo(placed, question))
             corrected += fixes
         else:
+            if announced and is_code_block(sentence):  # "Run the following command:" and no command
+                dropped.append(DroppedSentence(kept.pop(), "dangling"))
             dropped.append(problem)
-    kept_text = _joined_sentences(kept)
+        announced = problem is None and placed.rstrip().endswith(":")
+    kept_text = joined_sentences(kept)
     # What the kept sentences rest on: the passages they cite, else those the reply cites, else all.
     kept_cited = cited_numbers(kept_text, len(passages)) or set(cited) or set(evidence)
     if kept and says_nothing_new(kept_text, question, [evidence[n] for n in sorted(kept_cited)]):
@@ -261,19 +265,6 @@ def _rows_the_packs_quote(
         if found.derived:
             derived.append(found.derived)
     return "\n".join(derived), quotes, leads
-
-
-def _joined_sentences(sentences: Sequence[str]) -> str:
-    """The kept sentences as one text: a list item on a line of its own (a procedure's steps)."""
-    text = ""
-    for sentence in sentences:
-        if not text:
-            text = sentence
-        elif is_list_item(sentence):
-            text += "\n" + sentence
-        else:
-            text += " " + sentence
-    return text
 
 
 def _judged(

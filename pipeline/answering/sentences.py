@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pipeline.citations import LEADING_MARKERS, MARKER, blank_markers, marker
 from pipeline.figures import figures
-from pipeline.retrieval.ordering import split_sentences
+from pipeline.retrieval.ordering import is_list_item, split_sentences
 from pipeline.text import analyze
 
 _REFUSAL = re.compile(
@@ -19,6 +19,9 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _QUOTED = re.compile(r"“[^”]*”")
+_BARE_LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*•])?\s*$")
+# A fenced code block: from a line opening with ``` to the line closing it, or to the end of a cut reply.
+_CODE_BLOCK = re.compile(r"^[ \t]*```[^\n]*\n.*?(?:^[ \t]*(?P<end>```)[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 POLAR_OPENING = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
 # An answer is in the documents' own words when this share of its words that the question
@@ -64,16 +67,54 @@ def says_documents_do_not_answer(reply: str) -> bool:
 
 
 def answer_sentences(reply: str) -> list[str]:
-    """The reply's sentences, each with the citations written after its full stop ("... 2023. [2]")."""
+    """The reply's sentences, each with the citations written after its full stop ("... 2023. [2]").
+
+    A fenced code block (a command, a configuration file) is one sentence with its lines as
+    written, closed if the reply was cut inside it: judged whole, since a block missing a line
+    is a wrong command, and shown as a block, not as its lines run together."""
     sentences: list[str] = []
-    for sentence in split_sentences(reply):
-        leading = LEADING_MARKERS.match(sentence)
-        if leading and sentences:
-            sentences[-1] = f"{sentences[-1]} {leading.group().strip()}"
-            sentence = sentence[leading.end() :]
-        if sentence.strip():
-            sentences.append(sentence.strip())
+    for prose, block in _prose_and_code(reply):
+        for sentence in split_sentences(prose):
+            leading = LEADING_MARKERS.match(sentence)
+            if leading and sentences:
+                sentences[-1] = f"{sentences[-1]} {leading.group().strip()}"
+                sentence = sentence[leading.end() :]
+            if sentence.strip() and not _BARE_LIST_MARKER.match(sentence):  # "3." of a cut reply
+                sentences.append(sentence.strip())
+        if block:
+            sentences.append(block)
     return sentences
+
+
+def _prose_and_code(reply: str) -> list[tuple[str, str]]:
+    """``reply`` as (prose, the fenced code block after it) pairs; the last block may be empty."""
+    parts: list[tuple[str, str]] = []
+    start = 0
+    for fence in _CODE_BLOCK.finditer(reply):
+        block = fence.group().strip()
+        parts.append((reply[start : fence.start()], block if fence.group("end") else f"{block}\n```"))
+        start = fence.end()
+    parts.append((reply[start:], ""))
+    return parts
+
+
+def is_code_block(sentence: str) -> bool:
+    """Whether an answer sentence is a fenced code block (see :func:`answer_sentences`)."""
+    return sentence.startswith("```")
+
+
+def joined_sentences(sentences: Sequence[str]) -> str:
+    """Kept sentences as one text: a list item on a line of its own (a procedure's steps), a code
+    block on lines of its own."""
+    text = ""
+    for sentence in sentences:
+        if not text:
+            text = sentence
+        elif is_list_item(sentence) or is_code_block(sentence) or is_code_block(text.rsplit("\n", 1)[-1]):
+            text += "\n" + sentence
+        else:
+            text += " " + sentence
+    return text
 
 
 def says_nothing_new(text: str, question: str, evidence: Sequence[str]) -> bool:
