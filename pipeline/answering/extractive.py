@@ -31,13 +31,13 @@ text (the prompt, echoed) is no answer: the evidence that answers is quoted inst
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pipeline.answering.answer_rules import AnswerRules
+from pipeline.answering.names import unknown_names
 from pipeline.answering.quotes import (
     QUOTE_LIMIT,
     QuoteCandidate,
@@ -70,16 +70,11 @@ NOT_IN_DOCUMENTS = "The documents do not say."
 NEAREST_EVIDENCE = "The nearest they come is quoted below."
 DOCUMENTS_SAY = "The documents say:"
 
-_NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][\w'’&.-]*[A-Za-z]")
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|neither|nor|cannot|can't|won't|isn't|aren't|wasn't|doesn't|didn't|"
     r"precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
     re.IGNORECASE,
 )
-# A word that opens a sentence or a clause: after a full stop, a colon ("**Stop the server**: Ensure
-# ..."), or a list item's bullet or number on a new line; its capital is no name's.
-_OPENS_A_SENTENCE = re.compile(r"(?:[.!?][\"”’)\]]*|:[*_`]*)\s+$|\n\s*(?:(?:[-*•]|\d+[.)])\s+)?[*_`]*$")
-_POSSESSIVE = re.compile(r"['’]s?$")
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 # "This increase was offset ...", "The strategic focuses of these investments ...": a sentence
 # that opens with a pronoun, or points back within its first words, leans on the one before
@@ -89,7 +84,6 @@ _LEANS_ON_THE_ONE_BEFORE = re.compile(
     r"\W*(?:it|they)\b|\W*(?:\S+\s+){0,4}(?:this|these|those|such)\b", re.IGNORECASE
 )
 _NOT_A_CLAIM = ("says_nothing", "label")
-_MONTHS = frozenset(name.lower() for name in calendar.month_name if name)
 _ASKS_FOR_A_DOCUMENT = re.compile(
     r"\b(?:document|report|source|protocol|manual|guide|publication|title|form|filing|paper)s?\b",
     re.IGNORECASE,
@@ -308,7 +302,7 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
         _named_as_the_answer(p.chunk.title, sentence) for p in passages
     ):
         return DroppedSentence(sentence, "label")  # "the model used is the <document's title>"
-    unknown = _unknown_names(sentence, "\n".join(evidence.values()), question)
+    unknown = unknown_names(sentence, "\n".join(evidence.values()), question)
     if unknown:
         return DroppedSentence(sentence, "name", tuple(unknown))
     if _YES.search(sentence) and _answering_unit_negates(question, reading, own):
@@ -329,7 +323,7 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
     stated = reading.stated_by(sentence)
     if unstated_figures(sentence, stated, reading.question):
         return True
-    return bool(_unknown_names(sentence, stated, reading.question))
+    return bool(unknown_names(sentence, stated, reading.question))
 
 
 def _cited_by(sentence: str, cited: Collection[int], passages: Sequence[Passage]) -> set[int]:
@@ -346,32 +340,6 @@ def _named_as_the_answer(title: str, sentence: str) -> bool:
         return False
     pattern = r"\b(?:is|are|was|were)\s+(?:the\s+|an?\s+)?" + r"\s+".join(map(re.escape, words[:3]))
     return bool(re.search(pattern, sentence, re.IGNORECASE))
-
-
-def _unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
-    """Capitalised words past the sentence's first that neither the cited evidence nor the question
-    has; a word after a full stop opens a sentence the splitter left joined ("... in the most
-    recent 10-Q. Specifically, ...": "Q." reads as an initial)."""
-    body = blank_markers(sentence)
-    known = f"{evidence}\n{question}".lower()
-    return [
-        found.group()
-        for found in list(_NAME_WORD.finditer(body))[1:]
-        if found.start() > 0
-        and not _OPENS_A_SENTENCE.search(body[: found.start()])
-        and not _known_name(found.group(), known)
-    ]
-
-
-def _known_name(word: str, known: str) -> bool:
-    """Whether ``known`` (lower case) has ``word``, also without a possessive or plural "s"; a
-    hyphenated name part by part ("Goal-Engagement-Accountability-Results" for "Goals-..."); a
-    month by its abbreviation too ("September" of a table's "Sep 30, 2023")."""
-    bare = _POSSESSIVE.sub("", word.lower().strip("."))
-    if bare in _MONTHS and re.search(rf"\b{bare[:3]}\b", known):
-        return True
-    parts = [part for part in bare.split("-") if part]
-    return all(any(form in known for form in {part, part.removesuffix("s")} if form) for part in parts)
 
 
 def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[int]) -> bool:
