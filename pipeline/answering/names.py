@@ -22,8 +22,9 @@ _MONTHS = frozenset(name.lower() for name in calendar.month_name if name)
 
 def unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
     """Capitalised words past the sentence's first that neither the cited evidence nor the question
-    has; a word after a full stop opens a sentence the splitter left joined ("... in the most
-    recent 10-Q. Specifically, ...": "Q." reads as an initial)."""
+    has. A word after a full stop opens a sentence the splitter left joined ("... in the most
+    recent 10-Q. Specifically, ...": "Q." reads as an initial), one after a colon or a list
+    item's marker a clause or a step."""
     body = blank_markers(sentence)
     known = f"{evidence}\n{question}".lower()
     return [
