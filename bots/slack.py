@@ -53,6 +53,7 @@ _SIGNATURE = re.compile(r"v0=[0-9a-f]{1,128}")
 _SKIN_TONE = re.compile(r"::skin-tone-\d$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+_CODE_BLOCK = re.compile(r"```[^\n`]*\n(?P<code>.*?)```", re.DOTALL)
 
 
 class SeenEvents:
@@ -297,9 +298,20 @@ def answer_blocks(result: AskResult, reactions: Mapping[str, ReactionMeaning] = 
 
 
 def to_mrkdwn(markdown: str) -> str:
-    """Common Markdown as Slack mrkdwn: escaped &<>, *bold*, <url|text> links."""
-    text = _escape(markdown)
-    text = _BOLD.sub(r"*\1*", text)
+    """Common Markdown as Slack mrkdwn: escaped &<>, *bold*, <url|text> links. A fenced code block
+    (a command, a configuration file) keeps its text as written, only escaped, and loses its
+    language tag, which Slack would show as the block's first line."""
+    parts = []
+    start = 0
+    for block in _CODE_BLOCK.finditer(markdown):
+        parts += [_prose_mrkdwn(markdown[start : block.start()]), f"```\n{_escape(block.group('code'))}```"]
+        start = block.end()
+    parts.append(_prose_mrkdwn(markdown[start:]))
+    return "".join(parts)
+
+
+def _prose_mrkdwn(markdown: str) -> str:
+    text = _BOLD.sub(r"*\1*", _escape(markdown))
     return _LINK.sub(r"<\2|\1>", text)
 
 

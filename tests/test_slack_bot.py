@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestClient
 from slack_sdk.signature import SignatureVerifier
 
 from bots.common import NOT_ENABLED, WRITING
+from bots.slack import to_mrkdwn
 from evaluation.doubles.fake_chat import FakeSlackAPI
 from evaluation.doubles.fake_llm import FakeLLMServer
 from pipeline.wording import EVIDENCE_HEADING
@@ -261,3 +262,14 @@ async def test_the_rating_hint_offers_exactly_the_configured_reactions(slack):
     blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
     hint = blocks[-1]["elements"][0]["text"]
     assert hint == "Was this useful? React with :tada: 5/5 · :x: 1/5 · :thinking_face: confusing."
+
+
+def test_a_code_block_in_an_answer_reaches_slack_as_written():
+    """Answers about manuals carry commands and configuration files: Slack's bold and link
+    rewriting must not touch them, and a language tag would show as the block's first line."""
+    answer = (
+        "Run this **first** [1]:\n```sh\necho **x** <y> [a](https://z)\n```\nSee [the page](https://d/x)."
+    )
+    assert to_mrkdwn(answer) == (
+        "Run this *first* [1]:\n```\necho **x** &lt;y&gt; [a](https://z)\n```\nSee <https://d/x|the page>."
+    )
