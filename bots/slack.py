@@ -37,6 +37,7 @@ from bots.common import (
     reaction_removed,
 )
 from bots.settings import SlackSettings
+from pipeline.answering.sentences import CODE_BLOCK
 from pipeline.answers import AnsweringService, AskResult, ReactionMeaning
 from pipeline.citations import marker
 from pipeline.errors import DocfinderError
@@ -53,7 +54,6 @@ _SIGNATURE = re.compile(r"v0=[0-9a-f]{1,128}")
 _SKIN_TONE = re.compile(r"::skin-tone-\d$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
-_CODE_BLOCK = re.compile(r"```[^\n`]*\n(?P<code>.*?)```", re.DOTALL)
 
 
 class SeenEvents:
@@ -303,7 +303,7 @@ def to_mrkdwn(markdown: str) -> str:
     language tag, which Slack would show as the block's first line."""
     parts = []
     start = 0
-    for block in _CODE_BLOCK.finditer(markdown):
+    for block in CODE_BLOCK.finditer(markdown):
         parts += [_prose_mrkdwn(markdown[start : block.start()]), f"```\n{_escape(block.group('code'))}```"]
         start = block.end()
     parts.append(_prose_mrkdwn(markdown[start:]))

@@ -20,8 +20,11 @@ _REFUSAL = re.compile(
 )
 _QUOTED = re.compile(r"“[^”]*”")
 _BARE_LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*•])?\s*$")
-# A fenced code block: from a line opening with ``` to the line closing it, or to the end of a cut reply.
-_CODE_BLOCK = re.compile(r"^[ \t]*```[^\n]*\n.*?(?:^[ \t]*(?P<end>```)[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+# A fenced code block: from a line opening with ``` to the line closing it, or to the end of a cut
+# (or still streaming) reply; ``code`` is its text, ``end`` the closing fence when there is one.
+CODE_BLOCK = re.compile(
+    r"^[ \t]*```[^\n]*\n(?P<code>.*?)(?:^[ \t]*(?P<end>```)[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
+)
 POLAR_OPENING = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
 # An answer is in the documents' own words when this share of its words that the question
@@ -79,7 +82,7 @@ def answer_sentences(reply: str) -> list[str]:
             if leading and sentences:
                 sentences[-1] = f"{sentences[-1]} {leading.group().strip()}"
                 sentence = sentence[leading.end() :]
-            if sentence.strip() and not _BARE_LIST_MARKER.match(sentence):  # "3." of a cut reply
+            if not _BARE_LIST_MARKER.match(sentence):  # blank, or the "3." of a cut reply
                 sentences.append(sentence.strip())
         if block:
             sentences.append(block)
@@ -90,7 +93,7 @@ def _prose_and_code(reply: str) -> list[tuple[str, str]]:
     """``reply`` as (prose, the fenced code block after it) pairs; the last block may be empty."""
     parts: list[tuple[str, str]] = []
     start = 0
-    for fence in _CODE_BLOCK.finditer(reply):
+    for fence in CODE_BLOCK.finditer(reply):
         block = fence.group().strip()
         parts.append((reply[start : fence.start()], block if fence.group("end") else f"{block}\n```"))
         start = fence.end()
@@ -106,14 +109,15 @@ def is_code_block(sentence: str) -> bool:
 def joined_sentences(sentences: Sequence[str]) -> str:
     """Kept sentences as one text: a list item on a line of its own (a procedure's steps), a code
     block on lines of its own."""
-    text = ""
+    text, previous = "", ""
     for sentence in sentences:
         if not text:
             text = sentence
-        elif is_list_item(sentence) or is_code_block(sentence) or is_code_block(text.rsplit("\n", 1)[-1]):
+        elif is_list_item(sentence) or is_code_block(sentence) or is_code_block(previous):
             text += "\n" + sentence
         else:
             text += " " + sentence
+        previous = sentence
     return text
 
 
