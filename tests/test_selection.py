@@ -95,6 +95,14 @@ def test_sentences_and_table_rows_are_split():
     ]
 
 
+def test_an_ellipsis_eliding_syntax_ends_no_sentence():
+    text = "It handles concurrent updates better than INSERT ... ON CONFLICT. Use MERGE otherwise."
+    assert split_sentences(text) == [
+        "It handles concurrent updates better than INSERT ... ON CONFLICT.",
+        "Use MERGE otherwise.",
+    ]
+
+
 def test_a_list_written_inline_splits_into_its_items_and_running_text_does_not():
     bullets = "Claims fell 71 percent. • Answered 82 percent of calls. • Processed payments in 5 days."
     assert split_sentences(bullets) == [

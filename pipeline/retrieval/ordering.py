@@ -27,10 +27,11 @@ T = TypeVar("T")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9$])")
 # A full stop that ends no sentence: an abbreviation ("U.S.C.", "e.g.", "et al.", "No."), an
-# initial ("A.V.L."), or a list marker standing alone ("Findings 1." before its item).
+# initial ("A.V.L."), a list marker standing alone ("Findings 1." before its item), or an
+# ellipsis, which in a manual elides syntax ("INSERT ... ON CONFLICT") more often than it ends prose.
 _NOT_AN_END = re.compile(
-    r"(?:\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.|\b(?:e\.g|i\.e|et al|etc|vs|No|Nos|Inc|Co|Corp|Ltd|Dr|Mr|Mrs|Ms|"
-    r"Prof|Fig|Figs|Sec|Art|Vol|approx|cf|viz|St|Jr|Sr)\.|(?:^|\s)\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)])$",
+    r"(?:\.\.\.|\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.|\b(?:e\.g|i\.e|et al|etc|vs|No|Nos|Inc|Co|Corp|Ltd|Dr|Mr|"
+    r"Mrs|Ms|Prof|Fig|Figs|Sec|Art|Vol|approx|cf|viz|St|Jr|Sr)\.|(?:^|\s)\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)])$",
     re.IGNORECASE,
 )
 _INLINE_MARKER = re.compile(r"(?:(?<=\s)|^)(\d{1,2})[.)]\s+(?=\S)")
