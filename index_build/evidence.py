@@ -49,8 +49,9 @@ MIN_SENTENCE_WORDS = 3
 # into paragraphs, change: an index built by another version is rebuilt (2: unit vectors pooled
 # from their chunk, see unit_spans; 3: paragraphs by the PDF's line spacing, inline numbered
 # lists cut into items, no sentence end after an abbreviation or initial; 4: inline bullets;
-# 5: running headers and footers left out; 6: definition entries and code blocks whole).
-EVIDENCE_VERSION = 6
+# 5: running headers and footers left out; 6: definition entries and code blocks whole; 7: no
+# sentence end at an ellipsis).
+EVIDENCE_VERSION = 7
 FURNITURE_MIN_PAGES = 4
 FURNITURE_SHARE = 0.15
 _PAGE_NUMBER_AT_AN_END = re.compile(r"^(?:page\s+)?\d{1,4}\b\s*|\s*\b(?:page\s+)?\d{1,4}$", re.IGNORECASE)
