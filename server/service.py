@@ -98,6 +98,7 @@ class DocfinderService:
         self.remember_message = parts.feedback.remember_message
         self.answer_for_message = parts.feedback.answer_for_message
         self.retract_feedback = parts.feedback.retract_feedback
+        self.audit = parts.auditor.audit  # contradictions, stale passages, drift, unanswered demand
         self.start_llm = parts.llm.start  # make the LLM ready now, not on the first question
         self.language_model = parts.llm.get
         self.dspy_settings = parts.llm.dspy_settings

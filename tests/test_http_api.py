@@ -198,6 +198,12 @@ async def test_every_reply_matches_the_served_openapi_document(client):
     check("/healthz", "get", 200, await (await client.get("/healthz")).json())
     bad = await client.post("/v1/search", json={"query": "x", "k": True})
     check("/v1/search", "post", bad.status, await bad.json())
+    audited = await client.get("/v1/audit", params={"limit": "5"})
+    check("/v1/audit", "get", audited.status, await audited.json())
+    for query in ({"since": "../../etc"}, {"limit": "0"}, {"limit": "x"}, {"path": "/etc"}):
+        refused = await client.get("/v1/audit", params=query)
+        assert refused.status == 400, query
+        check("/v1/audit", "get", 400, await refused.json())
 
     drifted = {**answer, "answer_text": answer["answer"]}
     with pytest.raises(jsonschema.ValidationError):

@@ -81,7 +81,15 @@ async def test_the_tool_list_and_schemas_match_the_snapshot(service, settings):
         "run with UPDATE_SNAPSHOTS=1 after a deliberate change"
     )
     names = [t["name"] for t in listing]
-    assert names == ["ask", "get_document", "get_passage", "list_collections", "search", "submit_feedback"]
+    assert names == [
+        "ask",
+        "audit",
+        "get_document",
+        "get_passage",
+        "list_collections",
+        "search",
+        "submit_feedback",
+    ]
 
 
 async def test_ask_matches_the_cli_and_reports_each_step_as_progress(service, settings, capsys):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
 
@@ -86,6 +87,17 @@ def test_conversations_keep_turns_in_order_and_answers_by_id(database_factory):
 
     reopened = ConversationStore(database_factory())  # tables exist already; data survives
     assert len(reopened.history("c1")) == 4
+
+
+def test_unanswered_questions_are_listed_for_the_audit(database_factory):
+    store = ConversationStore(database_factory())
+    store.record("When?", asked("a1", "c1", "When is it due?", "In April [1]."))
+    refused = asked("a2", "c1", "Who signs it?", "The documents do not say.")
+    store.record(
+        "Who?", AskResult("a2", "c1", replace(refused.agent, outcome="not_in_documents"), ("manuals",))
+    )
+    [(question, outcome, collections, _)] = store.unanswered(["not_in_documents", "unverified"])
+    assert (question, outcome, collections) == ("Who signs it?", "not_in_documents", ("manuals",))
 
 
 def test_feedback_records_retracts_and_keeps_its_pseudonym_key(database_factory):

@@ -11,6 +11,7 @@ from pipeline.protocols import Embedder
 from pipeline.retrieval.search import Reranker
 from server.core.access import Access
 from server.core.ask import Asker
+from server.core.audit import Auditor
 from server.core.feedback import FeedbackDesk
 from server.core.live_index import LiveIndex
 from server.core.search import Searcher
@@ -36,6 +37,7 @@ class Parts:
     searcher: Searcher
     asker: Asker
     feedback: FeedbackDesk
+    auditor: Auditor
 
 
 class EmbedderSlot:
@@ -89,4 +91,5 @@ def compose(
     )
     asker = Asker(settings, index, searcher, llm, stores, access, metrics, llm_history=llm_history)
     feedback = FeedbackDesk(stores, metrics)
-    return Parts(settings, embedders, index, stores, llm, metrics, access, searcher, asker, feedback)
+    auditor = Auditor(settings, index, stores, access, embedders)
+    return Parts(settings, embedders, index, stores, llm, metrics, access, searcher, asker, feedback, auditor)

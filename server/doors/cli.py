@@ -26,6 +26,7 @@ from pipeline.retrieval.context import ORDERINGS, SELECTIONS, ContextConfig
 from pipeline.retrieval.search import SEARCH_MODES
 from pipeline.streaming import AnswerToken
 from pipeline.wording import describe_step, evidence_preview, status_text
+from server.doors.cli_audit import add_audit_parser, run_audit
 from server.doors.cli_keys import add_keys_parser, run_keys
 from server.doors.cli_output import (
     RichIngestProgress,
@@ -155,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also list each document: title, organisation, period, version",
     )
     add_keys_parser(commands)
+    add_audit_parser(commands)
     for add_commands in command_plugins():
         add_commands(commands)
     return parser
@@ -234,6 +236,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_doctor(args, settings))
     if args.command == "keys":
         return run_keys(args, settings)
+    if args.command == "audit":
+        return run_audit(args, settings)
     if getattr(args, "run", None) is not None:  # a plugged-in command
         return args.run(args, settings)
     return asyncio.run(_index_info(args, settings))

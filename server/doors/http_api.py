@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import ClientConnectionResetError, web
+from pydantic import ValidationError
 
 from pipeline.answers import LOCAL_CALLER, Caller, Feedback
 from pipeline.errors import (
@@ -44,8 +45,16 @@ from pipeline.steps import Step
 from server.core.access import require_scope
 from server.doors.auth import Authenticator
 from server.doors.openapi import OPENAPI
-from server.doors.request_models import AskBody, FeedbackBody, SearchBody, read_body
-from server.doors.responses import ErrorOut, FeedbackOut, HealthOut, answer_out, search_out, to_json
+from server.doors.request_models import AskBody, AuditRequest, FeedbackBody, SearchBody, describe, read_body
+from server.doors.responses import (
+    ErrorOut,
+    FeedbackOut,
+    HealthOut,
+    answer_out,
+    audit_out,
+    search_out,
+    to_json,
+)
 from server.runtime.logs import current_request_id, set_request_id
 from server.service import DocfinderService
 
@@ -74,6 +83,7 @@ def create_app(service: DocfinderService, authenticator: Authenticator | None = 
     app.router.add_post("/v1/ask/stream", _ask_stream)
     app.router.add_post("/v1/search", _search)
     app.router.add_post("/v1/feedback", _feedback)
+    app.router.add_get("/v1/audit", _audit)
     return app
 
 
@@ -304,3 +314,26 @@ async def _status_and_evidence(
     await send("status", event)
     if event["step"] == Step.EVIDENCE:
         await send("evidence", {"quotes": event["quotes"], "request_id": event.get("request_id")})
+
+
+async def _audit(request: web.Request) -> web.Response:
+    """The documentation audit (admin keys): its most severe findings as JSON."""
+    query = request.query
+    unknown = set(query) - {"collection", "since", "limit"}
+    if unknown:
+        raise InvalidRequestError(f"unknown query parameter {sorted(unknown)[0]!r}")
+    limit = query.get("limit", "100")
+    if not limit.isdigit() or len(limit) > 4:
+        raise InvalidRequestError("limit: a whole number from 1 to 1000")
+    try:
+        asked = AuditRequest.model_validate(
+            {
+                "collections": query.getall("collection", []) or None,
+                "since": query.get("since"),
+                "limit": int(limit),
+            }
+        )
+    except ValidationError as exc:
+        raise InvalidRequestError(f"invalid audit query: {describe(exc)}") from exc
+    report = await request.app[SERVICE].audit(request[CALLER], asked.collections, asked.since)
+    return web.json_response(to_json(audit_out(report.findings, report.about, asked.limit)))

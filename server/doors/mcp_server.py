@@ -32,6 +32,7 @@ from server.doors.asgi_mount import CALLER_STATE, asgi_handler
 from server.doors.auth import Authenticator
 from server.doors.request_models import (
     AskBody,
+    AuditRequest,
     DocumentRequest,
     FeedbackBody,
     NoArguments,
@@ -41,6 +42,7 @@ from server.doors.request_models import (
 )
 from server.doors.responses import (
     AnswerOut,
+    AuditOut,
     CollectionOut,
     CollectionsOut,
     DocumentOut,
@@ -48,6 +50,7 @@ from server.doors.responses import (
     PassageOut,
     SearchOut,
     answer_out,
+    audit_out,
     passage_out,
     search_out,
 )
@@ -216,6 +219,16 @@ def build_mcp_server(service: DocfinderService, settings: Settings) -> MCPServer
         feedback = Feedback(answer_id, "mcp", user=user, rating=rating, label=label, comment=comment)
         record = await service.record_feedback(feedback, caller=caller_of(ctx))
         return FeedbackOut(feedback_id=record.feedback_id, answer_id=record.answer_id)
+
+    @tool(AuditRequest)
+    async def audit(
+        collections: list[str] | None, since: str | None, limit: int, ctx: Context | None = None
+    ) -> AuditOut:
+        """Audit the documentation (API keys with the admin scope): contradictions, statements tied
+        to an older release, passages copied with drifted words, links to nothing, and questions
+        the documents did not answer, most severe first, each with its passages and links."""
+        report = await service.audit(caller_of(ctx), collections, since)
+        return audit_out(report.findings, report.about, limit)
 
     mcp = MCPServer(name="docfinder", instructions=INSTRUCTIONS, version=_version(), tools=tools)
 

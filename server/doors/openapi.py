@@ -14,10 +14,10 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from server.doors.request_models import AskBody, FeedbackBody, SearchBody
-from server.doors.responses import AnswerOut, ErrorOut, FeedbackOut, HealthOut, SearchOut
+from server.doors.responses import AnswerOut, AuditOut, ErrorOut, FeedbackOut, HealthOut, SearchOut
 
 REQUESTS: tuple[type[BaseModel], ...] = (AskBody, SearchBody, FeedbackBody)
-RESPONSES: tuple[type[BaseModel], ...] = (AnswerOut, SearchOut, FeedbackOut, HealthOut, ErrorOut)
+RESPONSES: tuple[type[BaseModel], ...] = (AnswerOut, SearchOut, FeedbackOut, HealthOut, ErrorOut, AuditOut)
 
 
 def component_schemas() -> dict[str, Any]:
@@ -104,6 +104,38 @@ OPENAPI: dict[str, Any] = {
                     "201": {"description": "stored (committed)", **_json(_ref(FeedbackOut))},
                     **_ERRORS,
                 },
+            }
+        },
+        "/v1/audit": {
+            "get": {
+                "summary": "Audit the documentation: contradictions, stale statements, drifted copies, "
+                "links to nothing, unanswered questions (an API key with the admin scope)",
+                "parameters": [
+                    {
+                        "name": "collection",
+                        "in": "query",
+                        "description": "audit only this collection (repeatable); absent: all",
+                        "schema": {
+                            "type": "array",
+                            "items": {"type": "string", "minLength": 1, "maxLength": 64},
+                        },
+                        "style": "form",
+                        "explode": True,
+                    },
+                    {
+                        "name": "since",
+                        "in": "query",
+                        "description": "only statements changed since this index version",
+                        "schema": {"type": "string", "pattern": r"^\d{8}T\d{6}(?:\.\d{6})?-[0-9a-f]{4}$"},
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "description": "the most severe findings to return (default 100)",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    },
+                ],
+                "responses": {"200": {"description": "the findings", **_json(_ref(AuditOut))}, **_ERRORS},
             }
         },
         "/metrics": {

@@ -105,6 +105,20 @@ class DocumentRequest(_Strict):
     page: int | None = Field(None, ge=1, le=1_000_000, description="Only the passages on this page.")
 
 
+class AuditRequest(_Strict):
+    """``GET /v1/audit`` (as query parameters: ``collection`` repeated, ``since``, ``limit``); the
+    MCP tool ``audit``. Admin keys only."""
+
+    collections: Collections = None
+    since: str | None = Field(
+        None,
+        pattern=r"^\d{8}T\d{6}(?:\.\d{6})?-[0-9a-f]{4}$",
+        description="Only statements changed since this index version (an id such as "
+        "20261127T150725.127440-540b); absent: every statement.",
+    )
+    limit: int = Field(100, ge=1, le=1000, description="The most severe findings to return.")
+
+
 class NoArguments(_Strict):
     """A tool without arguments (``list_collections``): any argument is refused."""
 

@@ -157,6 +157,40 @@ class ErrorOut(_Reply):
     error: str
 
 
+class AuditPassageOut(_Reply):
+    key: str = Field(description="the evidence unit's id")
+    doc_id: str
+    chunk_id: str
+    collection: str
+    text: str = Field(description="the document's own words")
+    title: str
+    heading: str
+    page: int
+    source: str
+    link: str = Field(description="opens the passage (empty where the source has no published URL)")
+    subject: str = Field(
+        description="what the statement was read with: a row's header, a short sentence's heading"
+    )
+
+
+class FindingOut(_Reply):
+    kind: Literal["contradiction", "stale", "near_duplicate", "broken_link", "unanswered"]
+    severity: Literal["high", "medium", "low"]
+    confidence: float
+    why: str
+    passages: list[AuditPassageOut]
+    diff: str = Field(description="the words that differ: [-removed-] {+added+}")
+    asked: list[str] = Field(description="an unanswered-demand finding's questions")
+    count: int = Field(description="how often it was asked, or how many pairs share the drift")
+    collections: list[str]
+
+
+class AuditOut(_Reply):
+    about: dict[str, Any] = Field(description="index version, collections, statements compared, seconds")
+    counts: dict[str, dict[str, int]] = Field(description="findings per collection and kind")
+    findings: list[FindingOut] = Field(description="most severe first")
+
+
 Public = Callable[[str], str]
 
 
@@ -233,6 +267,16 @@ def answer_out(result: AskResult, trace: bool = True) -> AnswerOut:
         request_id=result.request_id,
         trace=agent.trace if trace else None,
     )
+
+
+def audit_out(findings: Any, about: dict[str, Any], limit: int) -> AuditOut:
+    """An audit's most severe ``limit`` findings, with the counts of all of them."""
+    from pipeline.audit.report import report_json
+
+    document = report_json(findings[:limit], about)
+    document["counts"] = report_json(findings, about)["counts"]
+    document["about"] = {**about, "findings": len(findings), "returned": min(limit, len(findings))}
+    return AuditOut.model_validate(document)
 
 
 def to_json(reply: BaseModel) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -156,6 +157,18 @@ class ConversationStore:
                     now,
                 ),
             )
+
+    def unanswered(self, outcomes: Sequence[str]) -> list[tuple[str, str, tuple[str, ...], str]]:
+        """(question, outcome, collections, asked at) of every answer whose outcome is one of
+        ``outcomes`` ("not_in_documents"), oldest first."""
+        marks = ", ".join("?" for _ in outcomes)
+        with self._db.read() as tx:
+            rows = tx.execute(
+                f"SELECT question, outcome, collections, created_at FROM answers WHERE outcome IN ({marks})"
+                " ORDER BY created_at",
+                tuple(outcomes),
+            )
+        return [(question, outcome, tuple(json.loads(c)), when) for question, outcome, c, when in rows]
 
     def answer(self, answer_id: str) -> StoredAnswer:
         """The answer given under ``answer_id``; :class:`NotFoundError` when there is none."""

@@ -1,0 +1,223 @@
+"""The documentation audit over the live index (``docfinder audit``, ``GET /v1/audit``, the MCP
+``audit`` tool): every evidence unit of the chosen collections becomes a statement, near pairs
+by their stored vectors are compared by code (:mod:`pipeline.audit`), links are checked against
+the indexed documents, and the questions left unanswered come from the answer and feedback
+stores. Admins only: it reads every collection it is given."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from index_build.layout import VERSIONS
+from index_build.snapshot import CollectionIndex, IndexSnapshot, open_version
+from pipeline.answers import LOCAL_CALLER, Caller
+from pipeline.audit.checks import comparable, pair_findings
+from pipeline.audit.demand import Unanswered, demand_findings
+from pipeline.audit.findings import Finding, Statement, by_severity
+from pipeline.audit.links import broken_links
+from pipeline.audit.neighbours import near_pairs, same_wording_pairs
+from pipeline.audit.statements import content_words
+from pipeline.citations import citation_link
+from pipeline.errors import InvalidRequestError, NotFoundError
+from pipeline.protocols import Embedder
+from server.core.access import Access, require_scope
+from server.core.live_index import LiveIndex
+from server.settings import Settings
+from server.stores.opening import Stores
+
+NEIGHBOURS = 6  # nearest statements each one is compared with
+# Cosine of unit vectors below which two statements are not compared. Low, since a unit's vector
+# is pooled from its chunk: the same sentence in two other passages stood at 0.6 in a test.
+MIN_SIMILARITY = 0.55
+SUBJECT_WORDS = 8  # content words below which a sentence is read with its heading ("The default is 4MB.")
+MISSING_LABELS = frozenset({"Correct, but missing information", "Cannot be answered"})
+UNANSWERED_OUTCOMES = ("not_in_documents", "unverified")
+_VERSION_ID = re.compile(r"^\d{8}T\d{6}(?:\.\d{6})?-[0-9a-f]{4}$")
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    findings: list[Finding]
+    about: dict[str, Any]
+
+
+class Auditor:
+    """Audits the live index for the service (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        index: LiveIndex,
+        stores: Stores,
+        access: Access,
+        embedder: Callable[[], Embedder],
+    ) -> None:
+        self.settings = settings
+        self.index = index
+        self.stores = stores
+        self.access = access
+        self.embedder = embedder
+
+    async def audit(
+        self,
+        caller: Caller,
+        collections: list[str] | None = None,
+        since: str | None = None,
+        progress: Progress | None = None,
+    ) -> AuditReport:
+        """Every finding in ``collections`` (all by default), most severe first; with ``since``
+        (an index version id), only statements changed since that version, against all."""
+        require_scope(caller, "admin")
+        chosen = self.access.allowed_collections(collections, caller)
+        report = await asyncio.to_thread(self._audit, chosen, since, progress or _quiet)
+        if caller is LOCAL_CALLER:
+            return report
+        return AuditReport([self._public(f) for f in report.findings], report.about)
+
+    def _public(self, finding: Finding) -> Finding:
+        """A finding as a remote caller sees it: sources by their public name, links only to
+        published URLs."""
+        passages = tuple(
+            replace(
+                s,
+                source=self.access.public_source(s.source),
+                link=s.link
+                if self.access.public_source(s.source).startswith(("http://", "https://"))
+                else "",
+            )
+            for s in finding.passages
+        )
+        return replace(finding, passages=passages)
+
+    def _audit(self, collections: list[str] | None, since: str | None, progress: Progress) -> AuditReport:
+        started = time.perf_counter()
+        snapshot = self.index.current()
+        chosen = snapshot.select(collections)
+        statements, vectors, firsts = self._statements(chosen, progress)
+        eligible = np.array([comparable(s) for s in statements], dtype=bool)
+        focus = None
+        if since is not None:
+            earlier = self._earlier_texts(since)
+            focus = np.array([(s.source, s.text) not in earlier for s in statements], dtype=bool)
+        total = int(eligible.sum() if focus is None else (eligible & focus).sum())
+        done = [0]
+
+        def step(rows: int) -> None:
+            done[0] += rows
+            progress("comparing statements", done[0], total)
+
+        chunks = np.array([hash(s.chunk_id) for s in statements], dtype=np.int64)
+        pairs = near_pairs(vectors, eligible, NEIGHBOURS, MIN_SIMILARITY, focus, step, chunks)
+        seen = {(i, j) for i, j, _ in pairs}
+        texts = [s.text for s in statements]
+        pairs += [p for p in same_wording_pairs(texts, vectors, eligible, focus) if p[:2] not in seen]
+        findings = pair_findings(statements, pairs)
+        known = {record.path for record in snapshot.files}
+        findings += broken_links(
+            [(statements[i], text) for i, text in firsts if focus is None or focus[i]], known
+        )
+        findings += self._unanswered([c.name for c in chosen])
+        about = {
+            "index_version": snapshot.version_id,
+            "collections": [c.name for c in chosen],
+            "since": since,
+            "statements": len(statements),
+            "compared_pairs": len(pairs),
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        return AuditReport(by_severity(findings), about)
+
+    def _statements(
+        self, chosen: Sequence[CollectionIndex], progress: Progress
+    ) -> tuple[list[Statement], np.ndarray, list[tuple[int, str]]]:
+        """Every unit of ``chosen`` as a statement with its vector, and each chunk's first
+        statement (its position) with the chunk's text (for its links)."""
+        prefixes = self.settings.index.source_url_prefixes
+        statements: list[Statement] = []
+        vectors: list[np.ndarray] = []
+        firsts: list[tuple[int, str]] = []
+        total = sum(len(c.units) for c in chosen)
+        for collection in chosen:
+            chunks = {chunk.chunk_id: chunk for chunk in collection.chunks}
+            first_of: set[str] = set()
+            embeddings = np.asarray(collection.unit_embeddings, dtype=np.float32)
+            for n, unit in enumerate(collection.units):
+                chunk = chunks[unit.chunk_id]
+                heading = " › ".join(chunk.heading_path)
+                if unit.kind == "row":
+                    subject = " ".join(p for p in (unit.table_header, unit.row_group) if p)
+                elif content_words(unit.text) < SUBJECT_WORDS:
+                    subject = chunk.heading_path[-1] if chunk.heading_path else chunk.title
+                else:
+                    subject = ""
+                statement = Statement(
+                    key=unit.unit_id,
+                    doc_id=unit.doc_id,
+                    chunk_id=unit.chunk_id,
+                    collection=collection.name,
+                    text=unit.text,
+                    title=chunk.title,
+                    heading=heading,
+                    page=unit.page,
+                    source=chunk.source,
+                    link=citation_link(chunk.source, (unit.page, unit.page), prefixes),
+                    subject=subject,
+                )
+                statements.append(statement)
+                vectors.append(embeddings[n])
+                if chunk.chunk_id not in first_of:
+                    first_of.add(chunk.chunk_id)
+                    firsts.append((len(statements) - 1, chunk.text))
+                if len(statements) % 5000 == 0:
+                    progress("reading statements", len(statements), total)
+        progress("reading statements", len(statements), total)
+        matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), np.float32)
+        return statements, matrix, firsts
+
+    def _earlier_texts(self, since: str) -> set[tuple[str, str]]:
+        """(source, text) of every unit of index version ``since``."""
+        if not _VERSION_ID.match(since):
+            raise InvalidRequestError(
+                f"{since!r} is not an index version id (such as 20261127T150725.127440-540b)"
+            )
+        directory = self.settings.index.dir / VERSIONS / since
+        if not directory.is_dir():
+            raise NotFoundError(f"no index version {since!r} is kept (older versions are pruned)")
+        earlier: IndexSnapshot = open_version(directory, memory_map=True, verify=False)
+        texts = set()
+        for collection in earlier.collections.values():
+            sources = {chunk.chunk_id: chunk.source for chunk in collection.chunks}
+            texts.update((sources[unit.chunk_id], unit.text) for unit in collection.units)
+        return texts
+
+    def _unanswered(self, collections: Sequence[str]) -> list[Finding]:
+        """Questions answered "the documents do not say" or unverified, and those rated as
+        missing information, in ``collections``, grouped by topic."""
+        wanted = set(collections)
+        asked = [
+            Unanswered(q, outcome.replace("_", " "), tuple(c), when)
+            for q, outcome, c, when in self.stores.conversations.unanswered(UNANSWERED_OUTCOMES)
+            if not c or wanted & set(c)
+        ]
+        asked += [
+            Unanswered(r.question, r.label or f"rated {r.rating}", r.collections, r.created_at)
+            for r in self.stores.feedback.records()
+            if (r.label in MISSING_LABELS or (r.rating is not None and r.rating <= 2))
+            and (not r.collections or wanted & set(r.collections))
+        ]
+        if not asked:
+            return []
+        vectors = np.vstack([self.embedder().embed_query(q.question) for q in asked])
+        return demand_findings(asked, vectors)
+
+
+def _quiet(stage: str, done: int, total: int) -> None:
+    return None

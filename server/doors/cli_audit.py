@@ -1,0 +1,83 @@
+"""``docfinder audit``: contradictions, stale statements, drifted copies, links to nothing and
+unanswered questions in the indexed documentation, as a Markdown, HTML or JSON report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from pipeline.answers import LOCAL_CALLER
+from pipeline.audit.findings import counts
+from pipeline.audit.report import render
+from server.service import open_service
+from server.settings import Settings
+
+err = Console(stderr=True)
+SUFFIX = {"md": "md", "html": "html", "json": "json"}
+
+
+def add_audit_parser(commands: argparse._SubParsersAction) -> None:
+    audit = commands.add_parser(
+        "audit", help="find contradictions, stale passages, drifted copies and unanswered questions"
+    )
+    audit.add_argument("--index", type=Path, help="index directory (default: setting index.dir)")
+    audit.add_argument(
+        "--collection", action="append", dest="collections", help="audit only this collection (repeatable)"
+    )
+    audit.add_argument("--since", help="only statements changed since this index version (see `index info`)")
+    audit.add_argument("--out", type=Path, help="folder to write the report to (default: print it)")
+    audit.add_argument("--format", choices=tuple(SUFFIX), default="md", help="report format (default: md)")
+
+
+def run_audit(args: argparse.Namespace, settings: Settings) -> int:
+    return asyncio.run(_audit(args, settings))
+
+
+async def _audit(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_service(settings) as service:
+        with _Bars(enabled=err.is_terminal) as bars:
+            report = await service.audit(LOCAL_CALLER, args.collections, args.since, bars.show)
+    text = render(report.findings, report.about, args.format)
+    if args.out is None:
+        print(text, end="")
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
+        path = args.out / f"audit-{report.about['index_version']}.{SUFFIX[args.format]}"
+        path.write_text(text)
+        err.print(f"report written to {path}")
+    for collection, row in counts(report.findings).items():
+        found = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in row.items() if n) or "nothing"
+        err.print(f"{collection}: {found}")
+    return 0
+
+
+class _Bars:
+    """One rich bar per stage of the audit; silent when standard error is no terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            disable=not enabled,
+        )
+        self._tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> _Bars:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def show(self, stage: str, done: int, total: int) -> None:
+        """Called from the audit's worker thread; rich's progress is thread-safe."""
+        if stage not in self._tasks:
+            self._tasks[stage] = self._progress.add_task(stage, total=total)
+        self._progress.update(self._tasks[stage], completed=done, total=total)

@@ -1,0 +1,225 @@
+"""The documentation audit: each kind of finding on a small real index, what code decides about
+two statements, the admin scope and the version id it accepts, and a report that shows text."""
+
+from __future__ import annotations
+
+import pytest
+
+from index_build.builder import ingest
+from index_build.layout import live_version_id
+from pipeline.answers import LOCAL_CALLER, AgentAnswer, AskResult, Caller
+from pipeline.audit.findings import Finding, Statement
+from pipeline.audit.links import broken_links
+from pipeline.audit.report import report_html
+from pipeline.audit.statements import compare
+from pipeline.errors import ForbiddenError, InvalidRequestError, NotFoundError
+from server.service import open_service
+from server.settings import load_settings
+
+TAIL = "unless the write-ahead log grows past its configured limit first."
+DRIFT = (
+    "Administrators should keep the archive directory on a separate disk so that a full archive "
+    "never stops the database server from accepting new transactions."
+)
+PAGES = {
+    "checkpoints.md": f"""# Checkpoints
+
+## Timing
+
+The server writes a checkpoint every 5 minutes by default, {TAIL}
+
+Data checksums are enabled by default on every new cluster created by initdb.
+
+{DRIFT}
+""",
+    "tuning.md": f"""# Tuning guide
+
+## Checkpoints
+
+The server writes a checkpoint every 15 minutes by default, {TAIL}
+
+Data checksums are not enabled by default on every new cluster created by initdb.
+""",
+    "archiving.md": """# Archiving
+
+## Archiver
+
+In PostgreSQL 9.6 the archiver process copies each completed segment file to the archive location.
+
+"""
+    + DRIFT.replace("separate disk", "different disk"),
+    "replication.md": """# Replication
+
+## Archiver
+
+In PostgreSQL 15 the archiver process copies each completed segment file to the archive location.
+
+Streaming replication sends the write-ahead log to standby servers as it is generated.
+""",
+}
+
+
+@pytest.fixture
+def settings(tmp_path, embedder):
+    docs = tmp_path / "manual"
+    docs.mkdir()
+    for name, text in PAGES.items():
+        (docs / name).write_text(text)
+    ingest(tmp_path / "index", [docs], embedder=embedder)
+    return load_settings(
+        index__dir=tmp_path / "index",
+        stores__conversations_path=tmp_path / "conversations.sqlite3",
+        stores__feedback_path=tmp_path / "feedback.sqlite3",
+    )
+
+
+def unanswered(answer_id: str, question: str) -> AskResult:
+    agent = AgentAnswer("The documents do not say.", "not_in_documents", [], {}, question, None)
+    return AskResult(answer_id, "c-" + answer_id, agent, ("manual",))
+
+
+def passages(findings: list[Finding], kind: str) -> list[tuple[str, ...]]:
+    return [tuple(s.text for s in f.passages) for f in findings if f.kind == kind]
+
+
+async def test_each_kind_of_finding_is_found_with_its_passages(settings, embedder):
+    async with open_service(settings, embedder=embedder) as service:
+        for n, question in enumerate(["how do I rotate the audit logs?", "How do I rotate audit logs"]):
+            service.conversations.record(question, unanswered(f"a{n}", question))
+        report = await service.audit(LOCAL_CALLER)
+    findings = report.findings
+    contradictions = passages(findings, "contradiction")
+    assert any("5 minutes" in " ".join(p) and "15 minutes" in " ".join(p) for p in contradictions), (
+        "a figure restated with another value"
+    )
+    assert any("not enabled" in " ".join(p) for p in contradictions), "a statement negated"
+    [stale] = [f for f in findings if f.kind == "stale"]
+    assert "9.6" in stale.passages[0].text and "15" in stale.passages[1].text, "the older release first"
+    [drift] = [f for f in findings if f.kind == "near_duplicate"]
+    assert drift.diff.count("[-") == 1 and {"[-separate-]", "{+different+}"} <= set(
+        drift.diff.replace("[-different-] {+separate+}", "[-separate-] {+different+}").split()
+    )
+    [demand] = [f for f in findings if f.kind == "unanswered"]
+    assert demand.count == 2 and len(demand.asked) == 2, "the same question, asked twice, is one topic"
+    assert findings[0].severity == "high" and report.about["collections"] == ["manual"]
+
+
+async def test_only_an_admin_key_may_audit_and_since_must_name_a_kept_version(settings, embedder):
+    async with open_service(settings, embedder=embedder) as service:
+        reader = Caller("key:reader", None, scopes=frozenset({"ask", "search"}))
+        with pytest.raises(ForbiddenError):
+            await service.audit(reader)
+        admin = Caller("key:admin", None, scopes=frozenset({"admin"}))
+        for attack in ("../../../etc", "..", "/etc/passwd", "live"):
+            with pytest.raises(InvalidRequestError):
+                await service.audit(admin, since=attack)
+        with pytest.raises(NotFoundError):
+            await service.audit(admin, since="20000101T000000.000000-abcd")
+        report = await service.audit(admin, since=live_version_id(settings.index.dir))
+        assert not [f for f in report.findings if f.kind != "unanswered"], (
+            "nothing changed since the live version"
+        )
+        remote = await service.audit(admin)
+        shown = [s for f in remote.findings for s in f.passages]
+        assert shown and all(not s.source.startswith("/") and not s.link for s in shown), (
+            "a remote caller never sees the server's paths"
+        )
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "relation"),
+    [
+        (
+            "OPM conducts about 95 percent of all Federal background investigations for 100 agencies.",
+            "OPM conducts about 90 percent of all Federal background investigations.",
+            "value",
+        ),
+        (
+            "Data checksums are enabled by default on new clusters.",
+            "Data checksums are not enabled by default on new clusters.",
+            "polarity",
+        ),
+        (
+            "In PostgreSQL 9.6 the default is 8 connections.",
+            "In PostgreSQL 15 the default is 8 connections.",
+            "version",
+        ),
+        (
+            "The default value of work_mem is 4MB for every session.",
+            "The default value of maintenance_work_mem is 64MB for every session.",
+            "drift",
+        ),
+        (
+            "In FY 2012, 90 percent of initial investigations took 35 days.",
+            "In FY 2013, 90 percent of initial investigations took 40 days.",
+            "different",
+        ),
+        (
+            "Table 68.1. Built-in GiST Operator Classes for every index.",
+            "Table 69.1. Built-in GiST Operator Classes for every index.",
+            "different",
+        ),
+        (
+            "Computes the SHA-256 hash of the binary string given.",
+            "Computes the SHA-384 hash of the binary string given.",
+            "drift",
+        ),
+        (
+            "The expression IS DOCUMENT returns true if the value is a proper XML document.",
+            "The expression IS NOT DOCUMENT returns false if the value is a proper XML document.",
+            "different",
+        ),
+        (
+            "Set border 2 and the border style is 2 in this example.",
+            "Set border 0 and the border style is 0 in this example.",
+            "different",
+        ),
+    ],
+    ids=[
+        "figure",
+        "negation",
+        "release",
+        "subject-name",
+        "series",
+        "table-number",
+        "hyphenated-name",
+        "two-flips-agree",
+        "worked-example",
+    ],
+)
+def test_what_code_decides_about_two_statements(a, b, relation):
+    assert compare(a, b).relation == relation
+
+
+def test_a_relative_link_to_no_indexed_document_is_flagged_and_no_other_link_is():
+    page = Statement(
+        "u1", "d1", "c1", "manual", "See the pages.", "Contents", "", 0, "/docs/pg/index.html", ""
+    )
+    text = (
+        "See [replication](replication.html#standby), [the retired page](old/retired.html), "
+        "[the site](https://example.org/x.html), [mail](mailto:a@b.c) and [this part](#top)."
+    )
+    [finding] = broken_links([(page, text)], {"/docs/pg/replication.html"})
+    assert finding.kind == "broken_link" and "retired.html" in finding.why
+    assert not broken_links([(page, text)], {"/docs/pg/replication.html", "/docs/pg/old/retired.html"})
+
+
+def test_the_html_report_shows_document_text_and_never_runs_it():
+    hostile = Statement(
+        "u1",
+        "d1",
+        "c1",
+        "manual",
+        '<script>alert(1)</script><img src=x onerror="alert(2)"> is 5 MB.',
+        "<b>Title</b>",
+        "Heading",
+        3,
+        "/docs/a.html",
+        "javascript:alert(3)",
+    )
+    page = report_html(
+        [Finding("contradiction", "high", 0.9, "<i>why</i>", (hostile, hostile), "[-5-] {+6+}")], {}
+    )
+    assert "<script>" not in page and "onerror=" not in page.replace("onerror=&quot;", "")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "javascript:" not in page
+    assert "<del>5</del>" in page and "&lt;b&gt;Title&lt;/b&gt;" in page
