@@ -8,6 +8,7 @@ import pytest
 from index_build.builder import ingest
 from index_build.layout import live_version_id
 from pipeline.answers import LOCAL_CALLER, AgentAnswer, AskResult, Caller
+from pipeline.audit.checks import pair_findings
 from pipeline.audit.findings import Finding, Statement
 from pipeline.audit.links import broken_links
 from pipeline.audit.report import report_html
@@ -223,3 +224,45 @@ def test_the_html_report_shows_document_text_and_never_runs_it():
     assert "<script>" not in page and "onerror=" not in page.replace("onerror=&quot;", "")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "javascript:" not in page
     assert "<del>5</del>" in page and "&lt;b&gt;Title&lt;/b&gt;" in page
+
+
+def statement(key: str, doc: str, text: str, title: str = "Manual") -> Statement:
+    return Statement(key, doc, f"{doc}-{key}", "manual", text, title, "", 0, f"/docs/{doc}.html", "")
+
+
+def test_a_template_filled_per_item_and_a_section_of_variants_are_no_contradictions():
+    lengths = [
+        statement(
+            f"u{n}", f"protocol{n}", f"Int32({size}) — Length of message contents in bytes, including self."
+        )
+        for n, size in enumerate((4, 8, 12))
+    ]
+    assert not pair_findings(lengths, [(0, 1, 0.99), (0, 2, 0.99)]), "three values of one wording: a template"
+    nearby = [
+        statement("u0", "subquery", "The result is true if any equal subquery row is found by the scan."),
+        statement("u1", "subquery", "The result is false if any equal subquery row is found by the scan."),
+    ]
+    assert not pair_findings(nearby, [(0, 1, 0.99)]), "two variants described side by side in one section"
+    far = [nearby[0], *[statement(f"f{n}", "subquery", "Filler.") for n in range(60)], nearby[1]]
+    [finding] = pair_findings(far, [(0, 61, 0.99)])
+    assert finding.kind == "contradiction", "the same document restating it far away"
+    drifted = [
+        statement(
+            "d0",
+            "a",
+            "Administrators keep the archive on a separate disk so that a full archive stops nothing.",
+        ),
+        statement(
+            "d1",
+            "b",
+            "Administrators keep the archive on a different disk so that a full archive stops nothing.",
+        ),
+        statement(
+            "t0", "c", "Only those foreign tables are shown that the current user has access to.", "tables"
+        ),
+        statement(
+            "t1", "d", "Only those foreign servers are shown that the current user has access to.", "servers"
+        ),
+    ]
+    found = pair_findings(drifted, [(0, 1, 0.99), (2, 3, 0.99)])
+    assert [f.kind for f in found] == ["near_duplicate"], "a template filled for its page is no drift"

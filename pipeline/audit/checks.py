@@ -17,22 +17,27 @@ from pipeline.audit.statements import (
     version_of,
     word_count,
 )
+from pipeline.text import analyze
 
-DRIFT_MIN_WORDS = 12  # a drifted passage shorter than this is a template sentence, not a copy
+DRIFT_MIN_WORDS = 10  # a drifted passage shorter than this is a template sentence, not a copy
 OWN_WORDS = 2  # content words a statement needs in its own text: a row needs a label
 _IDENTIFIER = re.compile(r"_|[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
-_PROSE_END = re.compile(r"[.!?][\"')\]”’]*\s*$")
+SIBLING_UNITS = 50  # statements of one document this close are one section's variants ("IN" / "NOT IN")
+TEMPLATE_VARIANTS = 3  # one wording with this many values is a template filled per item, not one claim
+_LETTERS = re.compile(r"[A-Za-z]+")
+_FIGURES = re.compile(r"\d+(?:[.,:]\d+)*")
+_PROSE_END = re.compile(r"[.!?:][\"')\]”’]*\s*$")
 
 
 def comparable(statement: Statement) -> bool:
-    """Whether a statement says enough to be compared: a table row or a sentence that ends as
-    one (a line of a program's output, "there are 2 rows in ttest", is no claim of the
-    documentation's), words of its own (a row of figures only, whose subject is somewhere
-    above, is not), more prose than code, and, with its subject,
-    :data:`~pipeline.audit.statements.MIN_WORDS` content words."""
+    """Whether a statement says enough to be compared: a table row, a definition entry ("term —
+    what it is") or a sentence that ends as one (a line of a program's output, "there are 2
+    rows in ttest", is no claim of the documentation's), words of its own (a row of figures
+    only, whose subject is somewhere above, is not), more prose than code, and, with its
+    subject, :data:`~pipeline.audit.statements.MIN_WORDS` content words."""
     text = statement.text.strip()
     return (
-        (text.startswith("|") or bool(_PROSE_END.search(text)))
+        (text.startswith("|") or " — " in text or bool(_PROSE_END.search(text)))
         and content_words(text) >= OWN_WORDS
         and not code_like(statement.text)
         and content_words(f"{statement.subject} {statement.text}") >= MIN_WORDS
@@ -40,10 +45,16 @@ def comparable(statement: Statement) -> bool:
 
 
 def pair_findings(statements: Sequence[Statement], pairs: Iterable[tuple[int, int, float]]) -> list[Finding]:
-    """A finding for each pair of near statements whose words show a problem (one per pair)."""
+    """A finding for each pair of near statements whose words show a problem (one per pair).
+
+    ``statements`` are in reading order, document by document (their distance within one
+    document tells a section's variants from a restatement far away)."""
     findings: list[Finding] = []
     drifted: dict[str, int] = {}  # a drift's words → its finding: one template, one finding
     held = {(s.doc_id, s.text) for s in statements}
+    variants: dict[str, set[str]] = {}
+    for statement in statements:
+        variants.setdefault(_template(statement), set()).add(statement.text)
     for i, j, similarity in pairs:
         a, b = statements[i], statements[j]
         if a.text == b.text and a.subject == b.subject:
@@ -52,8 +63,13 @@ def pair_findings(statements: Sequence[Statement], pairs: Iterable[tuple[int, in
             continue  # two rows of a table are about what their first cells name
         comparison = compare(_as_read(a), _as_read(b))
         finding = _finding(a, b, comparison, similarity)
-        if finding is None or (finding.kind == "contradiction" and a.chunk_id == b.chunk_id):
-            continue  # one passage restating itself with another value is a worked example
+        if finding is None:
+            continue
+        if finding.kind == "contradiction" and (
+            (a.doc_id == b.doc_id and abs(i - j) <= SIBLING_UNITS)
+            or len(variants[_template(a)]) >= TEMPLATE_VARIANTS
+        ):
+            continue  # a section describing variants ("IN", "NOT IN"), or a template ("Int32(4)", "Int32(8)")
         if finding.kind == "near_duplicate":
             if (b.doc_id, a.text) in held or (a.doc_id, b.text) in held:
                 continue  # a document holding both wordings has two sibling sentences, not a drifted copy
@@ -63,6 +79,10 @@ def pair_findings(statements: Sequence[Statement], pairs: Iterable[tuple[int, in
                 continue
         findings.append(finding)
     return findings
+
+
+def _template(statement: Statement) -> str:
+    return _FIGURES.sub("#", f"{statement.subject} {statement.text}".lower())
 
 
 def _row_label(text: str) -> str:
@@ -79,8 +99,8 @@ def _finding(a: Statement, b: Statement, comparison: Comparison, similarity: flo
     collections = tuple(sorted({a.collection, b.collection}))
     relation = comparison.relation
     if relation == "value":
-        old = " ".join(t for t in comparison.removed if t[0].isalnum())
-        new = " ".join(t for t in comparison.added if t[0].isalnum())
+        old = " ".join(comparison.values[0])
+        new = " ".join(comparison.values[1])
         why = f"the same statement with another value: {old!r} here, {new!r} there"
         return Finding("contradiction", "high", sure, why, (a, b), comparison.diff, collections=collections)
     if relation == "polarity":
@@ -101,8 +121,7 @@ def _finding(a: Statement, b: Statement, comparison: Comparison, similarity: flo
         relation == "drift"
         and a.doc_id != b.doc_id
         and min(word_count(a.text), word_count(b.text)) >= DRIFT_MIN_WORDS
-        and not _names_its_subject(a, comparison.removed)
-        and not _names_its_subject(b, comparison.added)
+        and not _fills_a_template(a, b, comparison)
     ):
         why = (
             f"a passage copied between two documents whose words have drifted ({comparison.ratio:.0%} alike)"
@@ -111,16 +130,24 @@ def _finding(a: Statement, b: Statement, comparison: Comparison, similarity: flo
     return None
 
 
-def _names_its_subject(statement: Statement, changed: Sequence[str]) -> bool:
-    """Whether the words the statement changes name what it is about: all of them in its own
-    title or heading (a template sentence filled in for its page: "Do not throw an error if the
-    event trigger does not exist" on DROP EVENT TRIGGER), or one of them an identifier
-    ("pg_receivexlog", "SupportRequestCost"). Copy-paste drift is in ordinary words."""
-    place = f"{statement.title} {statement.heading}".lower()
-    words = [t for t in changed if t[0].isalnum()]
-    if any(_IDENTIFIER.search(w) for w in words):
-        return True
-    return bool(words) and all(w.lower() in place for w in words)
+def _fills_a_template(a: Statement, b: Statement, comparison: Comparison) -> bool:
+    """Whether two statements are one template filled in for two subjects, not a copy that
+    drifted: a changed word is an identifier ("pg_receivexlog", "SupportRequestCost") or a
+    capitalised name, or each
+    side's changed words are in its own title or heading ("Do not throw an error if the event
+    trigger does not exist" on DROP EVENT TRIGGER, "… if the trigger …" on DROP TRIGGER)."""
+    removed = [t for t in comparison.removed if t[0].isalnum()]
+    added = [t for t in comparison.added if t[0].isalnum()]
+    if any(_IDENTIFIER.search(w) or w[0].isupper() for w in removed + added):
+        return True  # a name changed: "CREATE VIEW" for "CREATE STATISTICS", one person thanked for another
+    return _in_its_place(a, removed) and _in_its_place(b, added)
+
+
+def _in_its_place(statement: Statement, words: Sequence[str]) -> bool:
+    """Whether each of ``words`` stands, as a word stem, in the statement's title or heading
+    ("servers" in "foreign_server_options")."""
+    place = set(analyze(" ".join(_LETTERS.findall(f"{statement.title} {statement.heading}"))))
+    return all(set(analyze(" ".join(_LETTERS.findall(w)))) <= place for w in words)
 
 
 def _release(version: tuple[int, ...]) -> str:

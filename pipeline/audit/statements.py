@@ -63,6 +63,7 @@ class Comparison:
     removed: tuple[str, ...]
     added: tuple[str, ...]
     diff: str
+    values: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # the values replaced, each side
 
 
 def tokens(text: str) -> list[str]:
@@ -123,7 +124,13 @@ def compare(a: str, b: str) -> Comparison:
         if relabelled
         else _relation(replaced, removed, added, added_words, inside, left, right, ratio)
     )
-    return Comparison(relation, round(ratio, 3), tuple(removed), tuple(added), " ".join(p for p in diff if p))
+    values = (
+        tuple(t for old, _ in replaced for t in old if _is_value(t)),
+        tuple(t for _, new in replaced for t in new if _is_value(t)),
+    )
+    return Comparison(
+        relation, round(ratio, 3), tuple(removed), tuple(added), " ".join(p for p in diff if p), values
+    )
 
 
 def _relation(
