@@ -175,6 +175,11 @@ async def test_only_an_admin_key_may_audit_and_since_must_name_a_kept_version(se
             "Set border 0 and the border style is 0 in this example.",
             "different",
         ),
+        (
+            "--replication — The new user will have the REPLICATION privilege in CREATE ROLE.",
+            "--no-replication — The new user will not have the REPLICATION privilege in CREATE ROLE.",
+            "different",
+        ),
     ],
     ids=[
         "figure",
@@ -186,6 +191,7 @@ async def test_only_an_admin_key_may_audit_and_since_must_name_a_kept_version(se
         "hyphenated-name",
         "two-flips-agree",
         "worked-example",
+        "option-and-its-description",
     ],
 )
 def test_what_code_decides_about_two_statements(a, b, relation):

@@ -160,9 +160,10 @@ def _relation(
         if any(_is_time(t) for old, new in replaced for t in old + new):
             return "different"  # two periods of a series, not two values of one measure
         return "value"
-    negation_flipped = sum(map(_negation, map(str.lower, removed))) != sum(
-        map(_negation, map(str.lower, added))
-    )
+    # An odd change in the number of negations flips a statement; two ("--no-replication … will
+    # not have") cancel out: the option and its description agree.
+    negations = sum(map(_negation, map(str.lower, removed))) - sum(map(_negation, map(str.lower, added)))
+    negation_flipped = negations % 2 == 1
     switched = sum(1 for old, new in replaced for t in old if t.lower() in SWITCH_WORDS)
     others = [t for t in changed if not _negation(t) and t not in SWITCH_WORDS]
     if negation_flipped and not others and ratio >= DRIFT_RATIO:

@@ -1,0 +1,129 @@
+"""Planted documentation problems for measuring the audit (``make bench ONLY=audit``).
+
+Real pages are copied and one change is planted in each copy, in the prose of a paragraph
+(never in code, tables of examples or headings), as a writer's slip would put it there:
+
+- ``contradiction``: a figure changed ("wait 30 seconds" → "wait 61 seconds"), or a statement
+  negated ("is" → "is not"; "does" → "does not");
+- ``near_duplicate``: one word of a long sentence changed (copy-paste drift);
+- ``stale``: a release number moved back ("version 9.3 and later" → "version 8.2 and later").
+
+The copy keeps the original's name with ``.planted-<kind>-<n>`` before its suffix, so every
+plant is a pair: the original passage and the changed copy. A plant is scored as found when
+a finding of its kind quotes the copy's passage that holds the changed words.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+KINDS = ("contradiction", "near_duplicate", "stale")
+_PROSE_TAGS = re.compile(r"<(/?)(p|pre|code|table|h[1-6]|title|script|style|head|a)\b", re.IGNORECASE)
+_TAG = re.compile(r"(<[^>]+>)")
+_FIGURE = re.compile(
+    r"\b(\d{1,4})(?=\s+(?:bytes|seconds|minutes|hours|days|percent|MB|kB|GB|connections|rows|times|"
+    r"characters|bits|pages|files|entries|columns|tables|levels)\b)"
+)
+_VERB = re.compile(r"\b(is|are|can|will|must|should|does|do)\s+(?!(?:not|never|no|only)\b)([a-z]{3,})\b")
+_VERSION = re.compile(r"\b((?:PostgreSQL|version|release)\s+)(9\.\d|1[0-5])\b")
+_LONG_WORD = re.compile(r"\b[a-z]{6,}\b")
+_SENTENCE_WORDS = 15
+
+
+@dataclass(frozen=True, slots=True)
+class Plant:
+    """One planted change: its kind, the copy it is in, and the changed words as they read."""
+
+    kind: str
+    copy: Path
+    planted: str
+    original: str
+
+
+def plant_corpus(
+    source: Path, out: Path, documents: int, per_kind: dict[str, int], seed: int = 7
+) -> list[Plant]:
+    """A corpus under ``out`` (one folder per collection of ``source``): ``documents`` pages
+    drawn from ``source``, and a changed copy of some of them for each plant."""
+    rng = random.Random(seed)
+    pages = sorted(p for p in source.rglob("*.htm*") if p.is_file())
+    chosen = rng.sample(pages, min(documents, len(pages)))
+    plants: list[Plant] = []
+    used: set[Path] = set()
+    for kind, wanted in per_kind.items():
+        candidates = chosen[:] if kind != "stale" else [p for p in pages if _VERSION.search(_text_of(p))]
+        rng.shuffle(candidates)
+        for page in candidates:
+            if sum(1 for p in plants if p.kind == kind) >= wanted:
+                break
+            if page in used:
+                continue
+            change = _plant(kind, page.read_text(encoding="utf-8", errors="replace"), rng)
+            if change is None:
+                continue
+            html, planted, original = change
+            folder = out / page.parent.relative_to(source)
+            folder.mkdir(parents=True, exist_ok=True)
+            copy = folder / f"{page.stem}.planted-{kind}-{len(plants)}{page.suffix}"
+            copy.write_text(html, encoding="utf-8")
+            used.add(page)
+            plants.append(Plant(kind, copy, planted, original))
+    for page in {*chosen, *used}:
+        folder = out / page.parent.relative_to(source)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(page, folder / page.name)
+    return plants
+
+
+def _text_of(page: Path) -> str:
+    return "".join(text for text, _ in _prose(page.read_text(encoding="utf-8", errors="replace")))
+
+
+def _prose(html: str) -> Iterator[tuple[str, int]]:
+    """The text between tags inside paragraphs (not code, tables, headings or links), with its offset."""
+    depth = {"p": 0, "skip": 0}
+    offset = 0
+    for segment in _TAG.split(html):
+        if segment.startswith("<"):
+            match = _PROSE_TAGS.match(segment)
+            if match:
+                closing, name = match.group(1) == "/", match.group(2).lower()
+                key = "p" if name == "p" else "skip"
+                depth[key] = max(0, depth[key] + (-1 if closing else 1))
+        elif depth["p"] and not depth["skip"]:
+            yield segment, offset
+        offset += len(segment)
+
+
+def _plant(kind: str, html: str, rng: random.Random) -> tuple[str, str, str] | None:
+    """``html`` with one change of ``kind``, the changed words and the words they replace."""
+    sites = []
+    for text, offset in _prose(html):
+        if kind == "contradiction":
+            sites += [("figure", m, offset) for m in _FIGURE.finditer(text)]
+            sites += [("negation", m, offset) for m in _VERB.finditer(text)]
+        elif kind == "stale":
+            sites += [("version", m, offset) for m in _VERSION.finditer(text)]
+        elif len(text.split()) >= _SENTENCE_WORDS:
+            sites += [("word", m, offset) for m in _LONG_WORD.finditer(text)]
+    if not sites:
+        return None
+    how, match, offset = rng.choice(sites)
+    start, end = offset + match.start(), offset + match.end()
+    original = match.group(0)
+    if how == "figure":
+        new = str(int(match.group(1)) * 2 + 1)
+    elif how == "negation":
+        new = f"{match.group(1)} not {match.group(2)}"
+    elif how == "version":
+        major = match.group(2).split(".")[0]
+        older = "8.2" if major == "9" else f"9.{int(major) - 9}"
+        new = f"{match.group(1)}{older}"
+    else:
+        new = "certain"
+    return html[:start] + new + html[end:], new, original
