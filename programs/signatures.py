@@ -90,3 +90,14 @@ class Situate(dspy.Signature):
     heading_path: str = dspy.InputField(desc="where the passage sits in the document")
     passage: str = dspy.InputField()
     context: str = dspy.OutputField(desc="one or two sentences")
+
+
+class JudgePair(dspy.Signature):
+    """Two passages of the same documentation, each under its document and heading. Do they
+    contradict each other: state the same measure of the same subject with different values,
+    or one affirm what the other denies? Passages about different things, releases or items do
+    not contradict."""
+
+    passage_a: str = dspy.InputField()
+    passage_b: str = dspy.InputField()
+    verdict: Literal["contradict", "agree", "different subjects"] = dspy.OutputField()

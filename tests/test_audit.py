@@ -3,7 +3,9 @@ two statements, the admin scope and the version id it accepts, and a report that
 
 from __future__ import annotations
 
+import dspy
 import pytest
+from dspy.utils import DummyLM
 
 from index_build.builder import ingest
 from index_build.layout import live_version_id
@@ -103,6 +105,34 @@ async def test_each_kind_of_finding_is_found_with_its_passages(settings, embedde
     [demand] = [f for f in findings if f.kind == "unanswered"]
     assert demand.count == 2 and len(demand.asked) == 2, "the same question, asked twice, is one topic"
     assert findings[0].severity == "high" and report.about["collections"] == ["manual"]
+
+
+async def test_the_llm_judges_only_the_pairs_code_could_not_settle(tmp_path, embedder):
+    docs = tmp_path / "paraphrase"
+    docs.mkdir()
+    (docs / "a.md").write_text(
+        "# Server\n\n## Timeouts\n\nThe checkpoint timeout of the server is 300 seconds.\n"
+    )
+    (docs / "b.md").write_text(
+        "# Tuning\n\n## Checkpoints\n\nThe checkpoint timeout of the server is 5 minutes.\n"
+    )
+    ingest(tmp_path / "index", [docs], embedder=embedder)
+    settings = load_settings(
+        index__dir=tmp_path / "index",
+        stores__conversations_path=tmp_path / "conversations.sqlite3",
+        stores__feedback_path=tmp_path / "feedback.sqlite3",
+    )
+    judge = DummyLM([{"verdict": "contradict"}] * 5, adapter=dspy.JSONAdapter())
+    async with open_service(settings, embedder=embedder, lm=judge) as service:
+        unjudged = await service.audit(LOCAL_CALLER)
+        judged = await service.audit(LOCAL_CALLER, judge=3)
+    assert not [f for f in unjudged.findings if f.kind == "contradiction"], "code alone cannot tell"
+    [finding] = [f for f in judged.findings if f.kind == "contradiction"]
+    assert "LLM" in finding.why and {s.text for s in finding.passages} == {
+        "The checkpoint timeout of the server is 300 seconds.",
+        "The checkpoint timeout of the server is 5 minutes.",
+    }
+    assert judged.about["judged"] == 1 and len(judge.history) == 1, "one pair was unsettled, one call"
 
 
 async def test_only_an_admin_key_may_audit_and_since_must_name_a_kept_version(settings, embedder):

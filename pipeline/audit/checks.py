@@ -24,6 +24,7 @@ OWN_WORDS = 2  # content words a statement needs in its own text: a row needs a 
 _IDENTIFIER = re.compile(r"_|[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
 SIBLING_UNITS = 50  # statements of one document this close are one section's variants ("IN" / "NOT IN")
 TEMPLATE_VARIANTS = 3  # one wording with this many values is a template filled per item, not one claim
+_DENIAL = re.compile(r"\b(?:not|no|never|cannot|none)\b|n't\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[A-Za-z]+")
 _FIGURES = re.compile(r"\d+(?:[.,:]\d+)*")
 _PROSE_END = re.compile(r"[.!?:][\"')\]”’]*\s*$")
@@ -79,6 +80,29 @@ def pair_findings(statements: Sequence[Statement], pairs: Iterable[tuple[int, in
                 continue
         findings.append(finding)
     return findings
+
+
+def unsettled_pairs(
+    statements: Sequence[Statement], pairs: Iterable[tuple[int, int, float]], limit: int
+) -> list[tuple[Statement, Statement, float]]:
+    """The ``limit`` nearest pairs code could not settle, for an LLM to judge: statements of two
+    chunks, each stating a figure or a negation, whose words differ in more than values (a
+    paraphrase: "defaults to 5 minutes" / "defaults to 300 seconds")."""
+    found = []
+    for i, j, similarity in sorted(pairs, key=lambda p: -p[2]):
+        a, b = statements[i], statements[j]
+        if a.chunk_id == b.chunk_id or not (_claims(a.text) and _claims(b.text)):
+            continue
+        if compare(_as_read(a), _as_read(b)).relation in ("different", "drift"):
+            found.append((a, b, similarity))
+            if len(found) >= limit:
+                break
+    return found
+
+
+def _claims(text: str) -> bool:
+    """Whether ``text`` states a figure or denies something: what a contradiction is made of."""
+    return bool(_FIGURES.search(text)) or bool(_DENIAL.search(text))
 
 
 def _template(statement: Statement) -> str:

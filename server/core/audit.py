@@ -18,7 +18,7 @@ import numpy as np
 from index_build.layout import VERSIONS
 from index_build.snapshot import CollectionIndex, IndexSnapshot, open_version
 from pipeline.answers import LOCAL_CALLER, Caller
-from pipeline.audit.checks import comparable, pair_findings
+from pipeline.audit.checks import comparable, pair_findings, unsettled_pairs
 from pipeline.audit.demand import Unanswered, demand_findings
 from pipeline.audit.findings import Finding, Statement, by_severity
 from pipeline.audit.links import broken_links
@@ -29,6 +29,7 @@ from pipeline.errors import InvalidRequestError, NotFoundError
 from pipeline.protocols import Embedder
 from server.core.access import Access, require_scope
 from server.core.live_index import LiveIndex
+from server.models.language_model import LanguageModel
 from server.settings import Settings
 from server.stores.opening import Stores
 
@@ -59,12 +60,14 @@ class Auditor:
         stores: Stores,
         access: Access,
         embedder: Callable[[], Embedder],
+        llm: LanguageModel,
     ) -> None:
         self.settings = settings
         self.index = index
         self.stores = stores
         self.access = access
         self.embedder = embedder
+        self.llm = llm
 
     async def audit(
         self,
@@ -72,12 +75,21 @@ class Auditor:
         collections: list[str] | None = None,
         since: str | None = None,
         progress: Progress | None = None,
+        judge: int = 0,
     ) -> AuditReport:
         """Every finding in ``collections`` (all by default), most severe first; with ``since``
-        (an index version id), only statements changed since that version, against all."""
+        (an index version id), only statements changed since that version, against all. With
+        ``judge``, the LLM judges up to that many near pairs code could not settle, both
+        passages quoted to it (:class:`programs.signatures.JudgePair`)."""
         require_scope(caller, "admin")
         chosen = self.access.allowed_collections(collections, caller)
-        report = await asyncio.to_thread(self._audit, chosen, since, progress or _quiet)
+        progress = progress or _quiet
+        report, unsettled = await asyncio.to_thread(self._audit, chosen, since, progress, judge)
+        if unsettled:
+            judged = await self._judged(unsettled, progress)
+            report = AuditReport(
+                by_severity(report.findings + judged), {**report.about, "judged": len(unsettled)}
+            )
         if caller is LOCAL_CALLER:
             return report
         return AuditReport([self._public(f) for f in report.findings], report.about)
@@ -97,7 +109,37 @@ class Auditor:
         )
         return replace(finding, passages=passages)
 
-    def _audit(self, collections: list[str] | None, since: str | None, progress: Progress) -> AuditReport:
+    async def _judged(
+        self, unsettled: Sequence[tuple[Statement, Statement, float]], progress: Progress
+    ) -> list[Finding]:
+        """A contradiction for each pair the LLM judges contradictory."""
+        import dspy
+
+        from programs.signatures import JudgePair
+
+        findings = []
+        judge = dspy.Predict(JudgePair)
+        with dspy.context(**await self.llm.dspy_settings()):
+            for n, (a, b, similarity) in enumerate(unsettled, start=1):
+                verdict = (await judge.acall(passage_a=_quoted(a), passage_b=_quoted(b))).verdict
+                progress("LLM judging pairs", n, len(unsettled))
+                if verdict == "contradict":
+                    why = "judged contradictory by the LLM, both passages quoted to it (code could not tell)"
+                    findings.append(
+                        Finding(
+                            "contradiction",
+                            "medium",
+                            round(min(similarity, 0.6), 2),
+                            why,
+                            (a, b),
+                            collections=tuple(sorted({a.collection, b.collection})),
+                        )
+                    )
+        return findings
+
+    def _audit(
+        self, collections: list[str] | None, since: str | None, progress: Progress, judge: int
+    ) -> tuple[AuditReport, list[tuple[Statement, Statement, float]]]:
         started = time.perf_counter()
         snapshot = self.index.current()
         chosen = snapshot.select(collections)
@@ -133,7 +175,8 @@ class Auditor:
             "compared_pairs": len(pairs),
             "seconds": round(time.perf_counter() - started, 1),
         }
-        return AuditReport(by_severity(findings), about)
+        unsettled = unsettled_pairs(statements, pairs, judge) if judge else []
+        return AuditReport(by_severity(findings), about), unsettled
 
     def _statements(
         self, chosen: Sequence[CollectionIndex], progress: Progress
@@ -217,6 +260,11 @@ class Auditor:
             return []
         vectors = np.vstack([self.embedder().embed_query(q.question) for q in asked])
         return demand_findings(asked, vectors)
+
+
+def _quoted(statement: Statement) -> str:
+    where = " — ".join(p for p in (statement.title, statement.heading) if p)
+    return f"{where}:\n{statement.text}" if where else statement.text
 
 
 def _quiet(stage: str, done: int, total: int) -> None:

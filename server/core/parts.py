@@ -91,5 +91,5 @@ def compose(
     )
     asker = Asker(settings, index, searcher, llm, stores, access, metrics, llm_history=llm_history)
     feedback = FeedbackDesk(stores, metrics)
-    auditor = Auditor(settings, index, stores, access, embedders)
+    auditor = Auditor(settings, index, stores, access, embedders, llm)
     return Parts(settings, embedders, index, stores, llm, metrics, access, searcher, asker, feedback, auditor)

@@ -31,6 +31,13 @@ def add_audit_parser(commands: argparse._SubParsersAction) -> None:
     audit.add_argument("--since", help="only statements changed since this index version (see `index info`)")
     audit.add_argument("--out", type=Path, help="folder to write the report to (default: print it)")
     audit.add_argument("--format", choices=tuple(SUFFIX), default="md", help="report format (default: md)")
+    audit.add_argument(
+        "--judge",
+        type=int,
+        default=0,
+        metavar="N",
+        help="let the LLM judge up to N near pairs that code could not settle (default 0: none)",
+    )
 
 
 def run_audit(args: argparse.Namespace, settings: Settings) -> int:
@@ -40,7 +47,7 @@ def run_audit(args: argparse.Namespace, settings: Settings) -> int:
 async def _audit(args: argparse.Namespace, settings: Settings) -> int:
     async with open_service(settings) as service:
         with _Bars(enabled=err.is_terminal) as bars:
-            report = await service.audit(LOCAL_CALLER, args.collections, args.since, bars.show)
+            report = await service.audit(LOCAL_CALLER, args.collections, args.since, bars.show, args.judge)
     text = render(report.findings, report.about, args.format)
     if args.out is None:
         print(text, end="")
