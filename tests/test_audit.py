@@ -302,3 +302,17 @@ def test_a_template_filled_per_item_and_a_section_of_variants_are_no_contradicti
     ]
     found = pair_findings(drifted, [(0, 1, 0.99), (2, 3, 0.99)])
     assert [f.kind for f in found] == ["near_duplicate"], "a template filled for its page is no drift"
+
+
+def test_the_cli_writes_a_report_and_counts_per_collection(settings, tmp_path, capsys):
+    from server.doors.cli import main
+
+    assert (
+        main(
+            ["audit", "--index", str(settings.index.dir), "--format", "html", "--out", str(tmp_path / "out")]
+        )
+        == 0
+    )
+    [page] = (tmp_path / "out").glob("audit-*.html")
+    assert "15 minutes" in page.read_text() and "<script" not in page.read_text()
+    assert "manual: 2 contradiction" in capsys.readouterr().err.replace("\n", " ")

@@ -8,11 +8,11 @@ import asyncio
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from pipeline.answers import LOCAL_CALLER
 from pipeline.audit.findings import counts
 from pipeline.audit.report import render
+from server.doors.cli_output import RichIngestProgress
 from server.service import open_service
 from server.settings import Settings
 
@@ -46,8 +46,8 @@ def run_audit(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _audit(args: argparse.Namespace, settings: Settings) -> int:
     async with open_service(settings) as service:
-        with _Bars(enabled=err.is_terminal) as bars:
-            report = await service.audit(LOCAL_CALLER, args.collections, args.since, bars.show, args.judge)
+        with RichIngestProgress(err, enabled=err.is_terminal) as bars:
+            report = await service.audit(LOCAL_CALLER, args.collections, args.since, bars.update, args.judge)
     text = render(report.findings, report.about, args.format)
     if args.out is None:
         print(text, end="")
@@ -60,31 +60,3 @@ async def _audit(args: argparse.Namespace, settings: Settings) -> int:
         found = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in row.items() if n) or "nothing"
         err.print(f"{collection}: {found}")
     return 0
-
-
-class _Bars:
-    """One rich bar per stage of the audit; silent when standard error is no terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            disable=not enabled,
-        )
-        self._tasks: dict[str, TaskID] = {}
-
-    def __enter__(self) -> _Bars:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def show(self, stage: str, done: int, total: int) -> None:
-        """Called from the audit's worker thread; rich's progress is thread-safe."""
-        if stage not in self._tasks:
-            self._tasks[stage] = self._progress.add_task(stage, total=total)
-        self._progress.update(self._tasks[stage], completed=done, total=total)

@@ -33,7 +33,8 @@ _LABELS = {"files": "Files", "pages": "Pages", "chunks": "Chunks", "embeddings":
 
 
 class RichIngestProgress:
-    """An ingest progress sink drawing one rich bar per task (files, pages, chunks, embeddings)."""
+    """A progress sink drawing one rich bar per task: an ingest's files, pages, chunks and
+    embeddings; an audit's stages."""
 
     def __init__(self, console: Console, enabled: bool = True) -> None:
         self._progress = Progress(
@@ -58,6 +59,13 @@ class RichIngestProgress:
 
     def advance(self, task: str, amount: int = 1) -> None:
         self._progress.advance(self._tasks[task], amount)
+
+    def update(self, task: str, done: int, total: int) -> None:
+        """Set a task's bar to ``done`` of ``total``, adding the bar on its first update (the
+        audit's stages; callable from a worker thread, as rich's progress is thread-safe)."""
+        if task not in self._tasks:
+            self.start(task, total)
+        self._progress.update(self._tasks[task], completed=done, total=total)
 
 
 def print_hits(console: Console, result: Any) -> None:
