@@ -4,7 +4,9 @@ Real pages are copied and one change is planted in each copy, in the prose of a 
 (never in code, tables of examples or headings), as a writer's slip would put it there:
 
 - ``contradiction``: a figure changed ("wait 30 seconds" → "wait 61 seconds"), or a statement
-  negated ("is" → "is not"; "does" → "does not");
+  negated ("is" → "is not"; "does" → "does not"); ``contradiction:default`` a default changed
+  ("the default is 64" → "the default is 129"), ``contradiction:date`` a date's day ("November
+  29, 1998" → "November 2, 1998");
 - ``near_duplicate``: one word of a long sentence changed (copy-paste drift);
 - ``stale``: a release number moved back ("version 9.3 and later" → "version 8.2 and later").
 
@@ -30,6 +32,11 @@ _FIGURE = re.compile(
     r"characters|bits|pages|files|entries|columns|tables|levels)\b)"
 )
 _VERB = re.compile(r"\b(is|are|can|will|must|should|does|do)\s+(?!(?:not|never|no|only)\b)([a-z]{3,})\b")
+_DEFAULT = re.compile(r"\b(default(?:s to| is| value is| of)\s+)(\d{1,5})\b")
+_DATE = re.compile(
+    r"\b((?:January|February|March|April|May|June|July|August|September|October|November|December)\s+)"
+    r"(\d{1,2})(?=,?\s+\d{4})|\b(\d{4}-\d{2}-)(\d{2})\b"
+)
 _VERSION = re.compile(r"\b((?:PostgreSQL|version|release)\s+)(9\.\d|1[0-5])\b")
 _LONG_WORD = re.compile(r"\b[a-z]{6,}\b")
 _SENTENCE_WORDS = 15
@@ -43,6 +50,7 @@ class Plant:
     copy: Path
     planted: str
     original: str
+    how: str = ""  # "default", "date" for those contradictions; else the kind
 
 
 def plant_corpus(
@@ -55,15 +63,17 @@ def plant_corpus(
     chosen = rng.sample(pages, min(documents, len(pages)))
     plants: list[Plant] = []
     used: set[Path] = set()
-    for kind, wanted in per_kind.items():
-        candidates = chosen[:] if kind != "stale" else [p for p in pages if _VERSION.search(_text_of(p))]
+    for key, wanted in per_kind.items():
+        kind, _, how = key.partition(":")
+        special = {"stale": _VERSION, "default": _DEFAULT, "date": _DATE}.get(how or kind)
+        candidates = chosen[:] if special is None else [p for p in pages if special.search(_text_of(p))]
         rng.shuffle(candidates)
         for page in candidates:
-            if sum(1 for p in plants if p.kind == kind) >= wanted:
+            if sum(1 for p in plants if p.kind == kind and p.how == (how or kind)) >= wanted:
                 break
             if page in used:
                 continue
-            change = _plant(kind, page.read_text(encoding="utf-8", errors="replace"), rng)
+            change = _plant(how or kind, page.read_text(encoding="utf-8", errors="replace"), rng)
             if change is None:
                 continue
             html, planted, original = change
@@ -72,7 +82,7 @@ def plant_corpus(
             copy = folder / f"{page.stem}.planted-{kind}-{len(plants)}{page.suffix}"
             copy.write_text(html, encoding="utf-8")
             used.add(page)
-            plants.append(Plant(kind, copy, planted, original))
+            plants.append(Plant(kind, copy, planted, original, how or kind))
     for page in {*chosen, *used}:
         folder = out / page.parent.relative_to(source)
         folder.mkdir(parents=True, exist_ok=True)
@@ -107,6 +117,10 @@ def _plant(kind: str, html: str, rng: random.Random) -> tuple[str, str, str] | N
         if kind == "contradiction":
             sites += [("figure", m, offset) for m in _FIGURE.finditer(text)]
             sites += [("negation", m, offset) for m in _VERB.finditer(text)]
+        elif kind == "default":
+            sites += [("default", m, offset) for m in _DEFAULT.finditer(text)]
+        elif kind == "date":
+            sites += [("date", m, offset) for m in _DATE.finditer(text)]
         elif kind == "stale":
             sites += [("version", m, offset) for m in _VERSION.finditer(text)]
         elif len(text.split()) >= _SENTENCE_WORDS:
@@ -118,6 +132,11 @@ def _plant(kind: str, html: str, rng: random.Random) -> tuple[str, str, str] | N
     original = match.group(0)
     if how == "figure":
         new = str(int(match.group(1)) * 2 + 1)
+    elif how == "default":
+        new = f"{match.group(1)}{int(match.group(2)) * 2 + 1}"
+    elif how == "date":
+        prefix, day = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        new = f"{prefix}{int(day) % 28 + 1:0{len(day)}d}"
     elif how == "negation":
         new = f"{match.group(1)} not {match.group(2)}"
     elif how == "version":

@@ -21,7 +21,14 @@ from server.service import open_service
 from server.settings import Settings, load_settings
 
 PAGES = 80  # real techdocs pages in the planted corpus
-PLANTS = {"contradiction": 20, "near_duplicate": 12, "stale": 10}
+# 20 contradictions: 14 figures or negations, 3 defaults, 3 dates
+PLANTS = {
+    "contradiction": 14,
+    "contradiction:default": 3,
+    "contradiction:date": 3,
+    "near_duplicate": 12,
+    "stale": 10,
+}
 OPM_REPORT = "2013-annual-performance-report.pdf"
 
 
@@ -95,7 +102,8 @@ def score(plants: Sequence[Plant], findings: Sequence[Finding]) -> dict[str, Any
 
 
 def _finds(finding: Finding, plant: Plant) -> bool:
-    return any(Path(s.source) == plant.copy and plant.planted in s.text for s in finding.passages)
+    planted = " ".join(plant.planted.split())  # the page's line breaks are spaces in a unit
+    return any(Path(s.source) == plant.copy and planted in " ".join(s.text.split()) for s in finding.passages)
 
 
 def audit_summary(settings: Settings) -> dict[str, Any]:
