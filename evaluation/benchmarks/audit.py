@@ -42,13 +42,11 @@ def bench_audit(data: Path) -> dict[str, Any]:
             Path(".docfinder/eval"),
             "audit",
         )
-        result["techdocs"] = audit_summary(techdocs)
+        result["techdocs"], _ = audit_summary(techdocs)
     if (data / "pdf-samples").is_dir():
         samples = indexed_dataset(load_settings(), data / "pdf-samples", Path(".docfinder/eval"), "audit")
-        summary = audit_summary(samples)
-        summary["opm_95_90_rank"] = _opm_rank(summary.pop("_findings"))
-        result["pdf_samples"] = summary
-    result.get("techdocs", {}).pop("_findings", None)
+        summary, findings = audit_summary(samples)
+        result["pdf_samples"] = {**summary, "opm_95_90_rank": _opm_rank(findings)}
     return result
 
 
@@ -106,8 +104,9 @@ def _finds(finding: Finding, plant: Plant) -> bool:
     return any(Path(s.source) == plant.copy and planted in " ".join(s.text.split()) for s in finding.passages)
 
 
-def audit_summary(settings: Settings) -> dict[str, Any]:
-    """Time, counts per kind and the first ten findings of an audit of an indexed corpus."""
+def audit_summary(settings: Settings) -> tuple[dict[str, Any], list[Finding]]:
+    """Time, counts per kind and the first ten findings of an audit of an indexed corpus, and
+    the findings themselves."""
     findings, about = _audit(settings)
     kinds: dict[str, int] = {}
     for finding in findings:
@@ -125,8 +124,7 @@ def audit_summary(settings: Settings) -> dict[str, Any]:
             }
             for f in findings[:10]
         ],
-        "_findings": findings,
-    }
+    }, findings
 
 
 def _audit(settings: Settings) -> tuple[list[Finding], dict[str, Any]]:

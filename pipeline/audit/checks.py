@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from pipeline.audit.findings import Finding, Statement
 from pipeline.audit.statements import (
+    FIGURES,
     MIN_WORDS,
     Comparison,
     code_like,
@@ -21,12 +22,11 @@ from pipeline.text import analyze
 
 DRIFT_MIN_WORDS = 10  # a drifted passage shorter than this is a template sentence, not a copy
 OWN_WORDS = 2  # content words a statement needs in its own text: a row needs a label
-_IDENTIFIER = re.compile(r"_|[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
+_NAME_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
 SIBLING_UNITS = 50  # statements of one document this close are one section's variants ("IN" / "NOT IN")
 TEMPLATE_VARIANTS = 3  # one wording with this many values is a template filled per item, not one claim
 _DENIAL = re.compile(r"\b(?:not|no|never|cannot|none)\b|n't\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[A-Za-z]+")
-_FIGURES = re.compile(r"\d+(?:[.,:]\d+)*")
 _PROSE_END = re.compile(r"[.!?:][\"')\]”’]*\s*$")
 
 
@@ -102,11 +102,11 @@ def unsettled_pairs(
 
 def _claims(text: str) -> bool:
     """Whether ``text`` states a figure or denies something: what a contradiction is made of."""
-    return bool(_FIGURES.search(text)) or bool(_DENIAL.search(text))
+    return bool(FIGURES.search(text)) or bool(_DENIAL.search(text))
 
 
 def _template(statement: Statement) -> str:
-    return _FIGURES.sub("#", f"{statement.subject} {statement.text}".lower())
+    return FIGURES.sub("#", f"{statement.subject} {statement.text}".lower())
 
 
 def _row_label(text: str) -> str:
@@ -162,7 +162,7 @@ def _fills_a_template(a: Statement, b: Statement, comparison: Comparison) -> boo
     trigger does not exist" on DROP EVENT TRIGGER, "… if the trigger …" on DROP TRIGGER)."""
     removed = [t for t in comparison.removed if t[0].isalnum()]
     added = [t for t in comparison.added if t[0].isalnum()]
-    if any(_IDENTIFIER.search(w) or w[0].isupper() for w in removed + added):
+    if any(_NAME_LIKE.search(w) or w[0].isupper() for w in removed + added):
         return True  # a name changed: "CREATE VIEW" for "CREATE STATISTICS", one person thanked for another
     return _in_its_place(a, removed) and _in_its_place(b, added)
 

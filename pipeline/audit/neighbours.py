@@ -8,10 +8,11 @@ techdocs corpus (75,000 units of 384 dimensions) is one matrix product of about 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from pipeline.audit.statements import FIGURES
 
 BLOCK_ROWS = 1024
 
@@ -69,7 +70,6 @@ def near_pairs(
     return sorted(((i, j, s) for (i, j), s in found.items()), key=lambda p: -p[2])
 
 
-_FIGURES = re.compile(r"\d+(?:[.,:]\d+)*")
 MAX_SAME_WORDING = 20  # a wording shared by more statements is boilerplate, not one claim restated
 
 
@@ -82,7 +82,7 @@ def same_wording_pairs(
     passages can stand below the similarity threshold."""
     groups: dict[str, list[int]] = {}
     for i in np.flatnonzero(eligible):
-        groups.setdefault(_FIGURES.sub("#", texts[i].lower()), []).append(int(i))
+        groups.setdefault(FIGURES.sub("#", texts[i].lower()), []).append(int(i))
     pairs = []
     for members in groups.values():
         if not 2 <= len(members) <= MAX_SAME_WORDING:

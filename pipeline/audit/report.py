@@ -6,6 +6,7 @@ The HTML page needs nothing beside it (its style is inline, it has no script).""
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Literal
@@ -70,8 +71,6 @@ def report_html(findings: Sequence[Finding], about: Mapping[str, Any]) -> str:
 
 
 def render(findings: Sequence[Finding], about: Mapping[str, Any], form: Format) -> str:
-    import json
-
     if form == "json":
         return json.dumps(report_json(findings, about), indent=2) + "\n"
     return report_markdown(findings, about) if form == "md" else report_html(findings, about)

@@ -30,6 +30,8 @@ def _words(text: str) -> frozenset[str]:
 
 
 _NUMBER = re.compile(r"^\d+(?:[.,:]\d+)*%?$")
+# A number as written ("81,797", "9.6", "04:05"): masked to tell wordings apart but for their numbers.
+FIGURES = re.compile(r"\d+(?:[.,:]\d+)*")
 _IDENTIFIER = re.compile(r"\d+\.\d+\.\d*\d{5}")  # "10790268.2007.11753405" (a DOI), not a figure
 _CONTENT_WORD = re.compile(r"^[A-Za-z][A-Za-z_']{2,}$")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")

@@ -97,17 +97,12 @@ class Auditor:
     def _public(self, finding: Finding) -> Finding:
         """A finding as a remote caller sees it: sources by their public name, links only to
         published URLs."""
-        passages = tuple(
-            replace(
-                s,
-                source=self.access.public_source(s.source),
-                link=s.link
-                if self.access.public_source(s.source).startswith(("http://", "https://"))
-                else "",
-            )
-            for s in finding.passages
-        )
-        return replace(finding, passages=passages)
+        passages = []
+        for s in finding.passages:
+            public = self.access.public_source(s.source)
+            published = public.startswith(("http://", "https://"))
+            passages.append(replace(s, source=public, link=s.link if published else ""))
+        return replace(finding, passages=tuple(passages))
 
     async def _judged(
         self, unsettled: Sequence[tuple[Statement, Statement, float]], progress: Progress

@@ -271,12 +271,13 @@ def answer_out(result: AskResult, trace: bool = True) -> AnswerOut:
 
 def audit_out(findings: Any, about: dict[str, Any], limit: int) -> AuditOut:
     """An audit's most severe ``limit`` findings, with the counts of all of them."""
+    from pipeline.audit.findings import counts
     from pipeline.audit.report import report_json
 
-    document = report_json(findings[:limit], about)
-    document["counts"] = report_json(findings, about)["counts"]
-    document["about"] = {**about, "findings": len(findings), "returned": min(limit, len(findings))}
-    return AuditOut.model_validate(document)
+    document = report_json(
+        findings[:limit], {**about, "findings": len(findings), "returned": min(limit, len(findings))}
+    )
+    return AuditOut.model_validate({**document, "counts": counts(findings)})
 
 
 def to_json(reply: BaseModel) -> dict[str, Any]:
