@@ -21,6 +21,7 @@ from pipeline.audit.statements import (
 from pipeline.text import analyze
 
 DRIFT_MIN_WORDS = 10  # a drifted passage shorter than this is a template sentence, not a copy
+COPIED_MIN_WORDS = 5  # ... unless the statements around it read the same in both documents
 OWN_WORDS = 2  # content words a statement needs in its own text: a row needs a label
 _NAME_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
 SIBLING_UNITS = 50  # statements of one document this close are one section's variants ("IN" / "NOT IN")
@@ -34,13 +35,14 @@ def comparable(statement: Statement) -> bool:
     """Whether a statement says enough to be compared: a table row, a definition entry ("term —
     what it is") or a sentence that ends as one (a line of a program's output, "there are 2
     rows in ttest", is no claim of the documentation's), words of its own (a row of figures
-    only, whose subject is somewhere above, is not), more prose than code, and, with its
-    subject, :data:`~pipeline.audit.statements.MIN_WORDS` content words."""
+    only, whose subject is somewhere above, is not), more prose than code (of a definition,
+    its description: the term may be code), and, with its subject,
+    :data:`~pipeline.audit.statements.MIN_WORDS` content words."""
     text = statement.text.strip()
     return (
         (text.startswith("|") or " — " in text or bool(_PROSE_END.search(text)))
         and content_words(text) >= OWN_WORDS
-        and not code_like(statement.text)
+        and not code_like(text.partition(" — ")[2] or text)  # a term may be code: "$_TD->{event}"
         and content_words(f"{statement.subject} {statement.text}") >= MIN_WORDS
     )
 
@@ -62,8 +64,8 @@ def pair_findings(statements: Sequence[Statement], pairs: Iterable[tuple[int, in
             continue
         if _row_label(a.text) != _row_label(b.text):
             continue  # two rows of a table are about what their first cells name
-        comparison = compare(_as_read(a), _as_read(b))
-        finding = _finding(a, b, comparison, similarity)
+        comparison = compare(*_as_read(a, b))
+        finding = _finding(a, b, comparison, similarity, _copied_around(statements, i, j))
         if finding is None:
             continue
         if finding.kind == "contradiction" and (
@@ -71,9 +73,9 @@ def pair_findings(statements: Sequence[Statement], pairs: Iterable[tuple[int, in
             or len(variants[_template(a)]) >= TEMPLATE_VARIANTS
         ):
             continue  # a section describing variants ("IN", "NOT IN"), or a template ("Int32(4)", "Int32(8)")
+        if a.doc_id != b.doc_id and ((b.doc_id, a.text) in held or (a.doc_id, b.text) in held):
+            continue  # a document holding both wordings has two sibling statements ("IS NULL", "IS NOT NULL")
         if finding.kind == "near_duplicate":
-            if (b.doc_id, a.text) in held or (a.doc_id, b.text) in held:
-                continue  # a document holding both wordings has two sibling sentences, not a drifted copy
             first = drifted.setdefault(" ".join(sorted((a.text, b.text))), len(findings))
             if first != len(findings):
                 findings[first] = replace(findings[first], count=findings[first].count + 1)
@@ -93,7 +95,7 @@ def unsettled_pairs(
         a, b = statements[i], statements[j]
         if a.chunk_id == b.chunk_id or not (_claims(a.text) and _claims(b.text)):
             continue
-        if compare(_as_read(a), _as_read(b)).relation in ("different", "drift"):
+        if compare(*_as_read(a, b)).relation in ("different", "drift"):
             found.append((a, b, similarity))
             if len(found) >= limit:
                 break
@@ -106,7 +108,9 @@ def _claims(text: str) -> bool:
 
 
 def _template(statement: Statement) -> str:
-    return FIGURES.sub("#", f"{statement.subject} {statement.text}".lower())
+    """A statement's wording with its values masked, under its subject read exactly: the same
+    wording under "Release 15.11" and "Release 15.10" is two subjects, not one template."""
+    return f"{statement.subject.lower()} {FIGURES.sub('#', statement.text.lower())}"
 
 
 def _row_label(text: str) -> str:
@@ -114,11 +118,30 @@ def _row_label(text: str) -> str:
     return text.strip().strip("|").split("|")[0].strip().lower() if text.lstrip().startswith("|") else ""
 
 
-def _as_read(statement: Statement) -> str:
-    return f"{statement.subject}: {statement.text}" if statement.subject else statement.text
+def _as_read(a: Statement, b: Statement) -> tuple[str, str]:
+    """Two statements as compared: each with its subject, unless only one has one (a word
+    added, such as "not", can lift a sentence over the words that call for its heading)."""
+    if a.subject and b.subject:
+        return f"{a.subject}: {a.text}", f"{b.subject}: {b.text}"
+    return a.text, b.text
 
 
-def _finding(a: Statement, b: Statement, comparison: Comparison, similarity: float) -> Finding | None:
+def _copied_around(statements: Sequence[Statement], i: int, j: int) -> bool:
+    """Whether the statements just before or just after ``i`` and ``j`` (in their documents)
+    read the same: the two stand in one copied passage."""
+    for step in (-1, 1):
+        m, n = i + step, j + step
+        if min(m, n) >= 0 and max(m, n) < len(statements):
+            beside_a, beside_b = statements[m], statements[n]
+            same_place = beside_a.doc_id == statements[i].doc_id and beside_b.doc_id == statements[j].doc_id
+            if same_place and beside_a.text == beside_b.text:
+                return True
+    return False
+
+
+def _finding(
+    a: Statement, b: Statement, comparison: Comparison, similarity: float, copied_around: bool = False
+) -> Finding | None:
     sure = round(min(1.0, (similarity + comparison.ratio) / 2), 2)
     collections = tuple(sorted({a.collection, b.collection}))
     relation = comparison.relation
@@ -144,7 +167,7 @@ def _finding(a: Statement, b: Statement, comparison: Comparison, similarity: flo
     if (
         relation == "drift"
         and a.doc_id != b.doc_id
-        and min(word_count(a.text), word_count(b.text)) >= DRIFT_MIN_WORDS
+        and min(word_count(a.text), word_count(b.text)) >= _drift_words(copied_around)
         and not _fills_a_template(a, b, comparison)
     ):
         why = (
@@ -152,6 +175,10 @@ def _finding(a: Statement, b: Statement, comparison: Comparison, similarity: flo
         )
         return Finding("near_duplicate", "low", sure, why, (a, b), comparison.diff, collections=collections)
     return None
+
+
+def _drift_words(copied_around: bool) -> int:
+    return COPIED_MIN_WORDS if copied_around else DRIFT_MIN_WORDS
 
 
 def _fills_a_template(a: Statement, b: Statement, comparison: Comparison) -> bool:

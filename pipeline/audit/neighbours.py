@@ -8,6 +8,7 @@ techdocs corpus (75,000 units of 384 dimensions) is one matrix product of about 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -70,7 +71,7 @@ def near_pairs(
     return sorted(((i, j, s) for (i, j), s in found.items()), key=lambda p: -p[2])
 
 
-MAX_SAME_WORDING = 20  # a wording shared by more statements is boilerplate, not one claim restated
+MAX_SAME_KEY = 20  # a wording or a term shared by more statements is boilerplate ("CASCADE —")
 
 
 def same_wording_pairs(
@@ -80,12 +81,50 @@ def same_wording_pairs(
     minutes" / "every 15 minutes"; "PostgreSQL 9.6" / "PostgreSQL 15"), however far apart their
     vectors: a unit's vector is pooled from its chunk, so the same sentence in two different
     passages can stand below the similarity threshold."""
+    keys = [FIGURES.sub("#", text.lower()) for text in texts]
+    return _pairs_by_key(keys, texts, vectors, eligible, focus)
+
+
+def same_term_pairs(
+    texts: Sequence[str], vectors: np.ndarray, eligible: np.ndarray, focus: np.ndarray | None = None
+) -> list[tuple[int, int, float]]:
+    """``(i, j, similarity)`` of eligible statements that define the same term: definition
+    entries of one parameter ("work_mem (integer) — …") or table rows of one label, in two
+    places, whatever else their words and vectors say."""
+    return _pairs_by_key([defined_term(text) for text in texts], texts, vectors, eligible, focus)
+
+
+def defined_term(text: str) -> str:
+    """What a definition entry or a table row is about (its term, its first cell), lowercased;
+    "" for a sentence."""
+    stripped = text.strip()
+    if stripped.startswith("|"):
+        term = stripped.strip("|").split("|")[0]
+    elif " — " in stripped:
+        term = stripped.split(" — ")[0]
+    else:
+        return ""
+    term = " ".join(term.lower().split())
+    return term if _TERM.search(term) else ""
+
+
+_TERM = re.compile(r"[a-z]{3,}")
+
+
+def _pairs_by_key(
+    keys: Sequence[str],
+    texts: Sequence[str],
+    vectors: np.ndarray,
+    eligible: np.ndarray,
+    focus: np.ndarray | None,
+) -> list[tuple[int, int, float]]:
     groups: dict[str, list[int]] = {}
     for i in np.flatnonzero(eligible):
-        groups.setdefault(FIGURES.sub("#", texts[i].lower()), []).append(int(i))
+        if keys[i]:
+            groups.setdefault(keys[i], []).append(int(i))
     pairs = []
     for members in groups.values():
-        if not 2 <= len(members) <= MAX_SAME_WORDING:
+        if not 2 <= len(members) <= MAX_SAME_KEY:
             continue
         for n, i in enumerate(members):
             for j in members[n + 1 :]:

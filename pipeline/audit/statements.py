@@ -29,6 +29,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+_QUOTED_MARK = re.compile(r"['\"‘“][^\w\s]{1,3}['\"’”]")
 _NUMBER = re.compile(r"^\d+(?:[.,:]\d+)*%?$")
 # A number as written ("81,797", "9.6", "04:05"): masked to tell wordings apart but for their numbers.
 FIGURES = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -80,8 +81,9 @@ def word_count(text: str) -> int:
 def code_like(text: str) -> bool:
     """Whether ``text`` is more code or markup than prose: more marks (brackets, operators,
     quotes; a table's cell bars aside) than half its words. An example's output or a line of
-    code is no statement of fact, and two examples differ by their values by design."""
-    found = tokens(text)
+    code is no statement of fact, and two examples differ by their values by design. A mark
+    in quotes is named, not used: "separated by one of ':', '-' or '.'" is prose."""
+    found = tokens(_QUOTED_MARK.sub(" mark ", text))
     marks = sum(1 for t in found if not t[0].isalnum() and t != "|")
     return marks > 0.5 * sum(1 for t in found if t[0].isalnum())
 

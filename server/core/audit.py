@@ -20,9 +20,10 @@ from index_build.snapshot import CollectionIndex, IndexSnapshot, open_version
 from pipeline.answers import LOCAL_CALLER, Caller
 from pipeline.audit.checks import comparable, pair_findings, unsettled_pairs
 from pipeline.audit.demand import Unanswered, demand_findings
+from pipeline.audit.facts import fact_pairs, short_facts
 from pipeline.audit.findings import Finding, Statement, by_severity
 from pipeline.audit.links import broken_links
-from pipeline.audit.neighbours import near_pairs, same_wording_pairs
+from pipeline.audit.neighbours import near_pairs, same_term_pairs, same_wording_pairs
 from pipeline.audit.statements import content_words
 from pipeline.citations import citation_link
 from pipeline.errors import InvalidRequestError, NotFoundError
@@ -138,8 +139,9 @@ class Auditor:
         started = time.perf_counter()
         snapshot = self.index.current()
         chosen = snapshot.select(collections)
-        statements, vectors, firsts = self._statements(chosen, progress)
+        statements, vectors, firsts, facts = self._statements(chosen, progress)
         eligible = np.array([comparable(s) for s in statements], dtype=bool)
+        eligible[facts] = False  # compared only with facts of their exact subject (pipeline.audit.facts)
         focus = None
         if since is not None:
             earlier = self._earlier_texts(since)
@@ -156,7 +158,14 @@ class Auditor:
         seen = {(i, j) for i, j, _ in pairs}
         texts = [s.text for s in statements]
         pairs += [p for p in same_wording_pairs(texts, vectors, eligible, focus) if p[:2] not in seen]
+        pairs += [p for p in fact_pairs(statements, facts) if focus is None or focus[p[0]] or focus[p[1]]]
+        seen = {(i, j) for i, j, _ in pairs}
+        # One term defined in two places: its values and denials are compared (and judged, with
+        # --judge); a drift between two programs' entries for one option is a template, not a copy.
+        by_term = [p for p in same_term_pairs(texts, vectors, eligible, focus) if p[:2] not in seen]
         findings = pair_findings(statements, pairs)
+        findings += [f for f in pair_findings(statements, by_term) if f.kind != "near_duplicate"]
+        pairs += by_term
         known = {record.path for record in snapshot.files}
         findings += broken_links(
             [(statements[i], text) for i, text in firsts if focus is None or focus[i]], known
@@ -175,13 +184,15 @@ class Auditor:
 
     def _statements(
         self, chosen: Sequence[CollectionIndex], progress: Progress
-    ) -> tuple[list[Statement], np.ndarray, list[tuple[int, str]]]:
-        """Every unit of ``chosen`` as a statement with its vector, and each chunk's first
-        statement (its position) with the chunk's text (for its links)."""
+    ) -> tuple[list[Statement], np.ndarray, list[tuple[int, str]], list[int]]:
+        """Every unit of ``chosen`` as a statement with its vector, each chunk's first
+        statement (its position) with the chunk's text (for its links), and after each
+        collection's units its short facts (their positions; :mod:`pipeline.audit.facts`)."""
         prefixes = self.settings.index.source_url_prefixes
         statements: list[Statement] = []
         vectors: list[np.ndarray] = []
         firsts: list[tuple[int, str]] = []
+        facts: list[int] = []
         total = sum(len(c.units) for c in chosen)
         for collection in chosen:
             chunks = {chunk.chunk_id: chunk for chunk in collection.chunks}
@@ -216,9 +227,41 @@ class Auditor:
                     firsts.append((len(statements) - 1, chunk.text))
                 if len(statements) % 5000 == 0:
                     progress("reading statements", len(statements), total)
+            for statement in self._facts(collection):
+                facts.append(len(statements))
+                statements.append(statement)
+                vectors.append(np.zeros(embeddings.shape[1], np.float32))
         progress("reading statements", len(statements), total)
         matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), np.float32)
-        return statements, matrix, firsts
+        return statements, matrix, firsts, facts
+
+    def _facts(self, collection: CollectionIndex) -> list[Statement]:
+        """The short facts of each chunk of ``collection`` as statements whose subject is their
+        heading and what their paragraph says before them."""
+        prefixes = self.settings.index.source_url_prefixes
+        held: dict[str, set[str]] = {}
+        for unit in collection.units:
+            held.setdefault(unit.chunk_id, set()).add(unit.text)
+        found = []
+        for chunk in collection.chunks:
+            heading = " › ".join(chunk.heading_path)
+            for n, (text, context) in enumerate(short_facts(chunk.text, held.get(chunk.chunk_id, set()))):
+                found.append(
+                    Statement(
+                        key=f"{chunk.chunk_id}/fact{n:03d}",
+                        doc_id=chunk.doc_id,
+                        chunk_id=chunk.chunk_id,
+                        collection=collection.name,
+                        text=text,
+                        title=chunk.title,
+                        heading=heading,
+                        page=chunk.pages[0],
+                        source=chunk.source,
+                        link=citation_link(chunk.source, chunk.pages, prefixes),
+                        subject=f"{heading} › {context}" if context else heading,
+                    )
+                )
+        return found
 
     def _earlier_texts(self, since: str) -> set[tuple[str, str]]:
         """(source, text) of every unit of index version ``since``."""
