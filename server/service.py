@@ -99,6 +99,10 @@ class DocfinderService:
         self.answer_for_message = parts.feedback.answer_for_message
         self.retract_feedback = parts.feedback.retract_feedback
         self.audit = parts.auditor.audit  # contradictions, stale passages, drift, unanswered demand
+        self.feedback_summary = parts.feedback.summary  # the admin page's charts
+        self.feedback_records = parts.feedback.records  # the admin page's export
+        self.conversation_list = parts.conversations.conversations  # a caller's own, the latest first
+        self.conversation_turns = parts.conversations.conversation
         self.start_llm = parts.llm.start  # make the LLM ready now, not on the first question
         self.language_model = parts.llm.get
         self.dspy_settings = parts.llm.dspy_settings

@@ -100,6 +100,23 @@ def test_unanswered_questions_are_listed_for_the_audit(database_factory):
     assert (question, outcome, collections) == ("Who signs it?", "not_in_documents", ("manuals",))
 
 
+def test_an_owners_conversations_are_listed_latest_first_with_their_turns(database_factory):
+    store = ConversationStore(database_factory())
+    first, second = store.open(None, "key:staff"), store.open(None, "key:staff")
+    theirs = store.open(None, "key:other")
+    empty = store.open(None, "key:staff")  # opened, never asked in: not listed
+    store.record("When?", asked("a1", first, "When is it due?", "In April [1]."))
+    store.record("Where?", asked("a2", theirs, "Where is it?", "Here [1]."))
+    store.record("Who?", asked("a3", second, "Who signs it?", "The director [1]."))
+    store.record("And how?", asked("a4", first, "And how is it sent?", "By mail [1]."))
+    listed = store.conversations_of("key:staff")
+    assert {c[0] for c in listed} == {first, second} and empty not in {c[0] for c in listed}
+    assert {(c[0], c[1], c[3]) for c in listed} == {(first, "When?", 4), (second, "Who?", 2)}
+    assert [role for role, *_ in store.transcript(first)] == ["user", "assistant", "user", "assistant"]
+    assert [a for _, _, a, _ in store.transcript(first)] == [None, "a1", None, "a4"]
+    assert store.conversations_of("key:nobody") == []
+
+
 def test_feedback_records_retracts_and_keeps_its_pseudonym_key(database_factory):
     conversations = ConversationStore(database_factory())
     conversations.record("When?", asked("a1", "c1", "When is it due?", "In April [1]."))

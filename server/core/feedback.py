@@ -9,6 +9,7 @@ import asyncio
 from pipeline.answers import Caller, Feedback, FeedbackRecord, Platform
 from pipeline.errors import NotFoundError
 from server.core.access import require_scope
+from server.core.feedback_summary import FeedbackSummary, summarise
 from server.runtime.metrics import Metrics
 from server.stores.feedback import validate_feedback
 from server.stores.opening import Stores
@@ -50,3 +51,13 @@ class FeedbackDesk:
     async def retract_feedback(self, answer_id: str, platform: Platform, user: str, reaction: str) -> int:
         """Remove the feedback that ``reaction`` by ``user`` gave on ``answer_id``; returns how many rows."""
         return await asyncio.to_thread(self.stores.feedback.retract, answer_id, platform, user, reaction)
+
+    async def summary(self, caller: Caller) -> FeedbackSummary:
+        """Every judgement summed up (admin keys only): what the admin page charts."""
+        require_scope(caller, "admin")
+        return summarise(await asyncio.to_thread(self.stores.feedback.records))
+
+    async def records(self, caller: Caller) -> list[FeedbackRecord]:
+        """Every judgement, oldest first (admin keys only): the export, an evaluation set."""
+        require_scope(caller, "admin")
+        return await asyncio.to_thread(self.stores.feedback.records)

@@ -12,6 +12,7 @@ from pipeline.retrieval.search import Reranker
 from server.core.access import Access
 from server.core.ask import Asker
 from server.core.audit import Auditor
+from server.core.conversations import ConversationDesk
 from server.core.feedback import FeedbackDesk
 from server.core.live_index import LiveIndex
 from server.core.search import Searcher
@@ -38,6 +39,7 @@ class Parts:
     asker: Asker
     feedback: FeedbackDesk
     auditor: Auditor
+    conversations: ConversationDesk
 
 
 class EmbedderSlot:
@@ -92,4 +94,17 @@ def compose(
     asker = Asker(settings, index, searcher, llm, stores, access, metrics, llm_history=llm_history)
     feedback = FeedbackDesk(stores, metrics)
     auditor = Auditor(settings, index, stores, access, embedders, llm)
-    return Parts(settings, embedders, index, stores, llm, metrics, access, searcher, asker, feedback, auditor)
+    return Parts(
+        settings,
+        embedders,
+        index,
+        stores,
+        llm,
+        metrics,
+        access,
+        searcher,
+        asker,
+        feedback,
+        auditor,
+        ConversationDesk(stores),
+    )

@@ -14,10 +14,32 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from server.doors.request_models import AskBody, FeedbackBody, SearchBody
-from server.doors.responses import AnswerOut, AuditOut, ErrorOut, FeedbackOut, HealthOut, SearchOut
+from server.doors.responses import (
+    AnswerOut,
+    AuditOut,
+    ConversationOut,
+    ConversationsOut,
+    ErrorOut,
+    FeedbackOut,
+    FeedbackSummaryOut,
+    HealthOut,
+    PassageOut,
+    SearchOut,
+)
 
 REQUESTS: tuple[type[BaseModel], ...] = (AskBody, SearchBody, FeedbackBody)
-RESPONSES: tuple[type[BaseModel], ...] = (AnswerOut, SearchOut, FeedbackOut, HealthOut, ErrorOut, AuditOut)
+RESPONSES: tuple[type[BaseModel], ...] = (
+    AnswerOut,
+    SearchOut,
+    FeedbackOut,
+    HealthOut,
+    ErrorOut,
+    AuditOut,
+    ConversationsOut,
+    ConversationOut,
+    PassageOut,
+    FeedbackSummaryOut,
+)
 
 
 def component_schemas() -> dict[str, Any]:
@@ -136,6 +158,70 @@ OPENAPI: dict[str, Any] = {
                     },
                 ],
                 "responses": {"200": {"description": "the findings", **_json(_ref(AuditOut))}, **_ERRORS},
+            }
+        },
+        "/v1/conversations": {
+            "get": {
+                "summary": "This API key's conversations, the latest first",
+                "parameters": [
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "description": "how many (default 50)",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+                    }
+                ],
+                "responses": {
+                    "200": {"description": "the conversations", **_json(_ref(ConversationsOut))},
+                    **_ERRORS,
+                },
+            }
+        },
+        "/v1/conversations/{conversation_id}": {
+            "get": {
+                "summary": "One of this API key's conversations, turn by turn (another key's: 404)",
+                "parameters": [
+                    {
+                        "name": "conversation_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+                    }
+                ],
+                "responses": {"200": {"description": "its turns", **_json(_ref(ConversationOut))}, **_ERRORS},
+            }
+        },
+        "/v1/passage": {
+            "get": {
+                "summary": "A passage by id, as a citation opens it (outside the key's collections: 404)",
+                "parameters": [
+                    {
+                        "name": "id",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+                    }
+                ],
+                "responses": {"200": {"description": "the passage", **_json(_ref(PassageOut))}, **_ERRORS},
+            }
+        },
+        "/v1/feedback/summary": {
+            "get": {
+                "summary": "Every judgement summed up: ratings, labels, by collection, domain and day, "
+                "the worst-rated questions (an API key with the admin scope)",
+                "responses": {
+                    "200": {"description": "the summary", **_json(_ref(FeedbackSummaryOut))},
+                    **_ERRORS,
+                },
+            }
+        },
+        "/v1/feedback/export": {
+            "get": {
+                "summary": "Every judgement, one JSON object per line: an evaluation set (admin scope)",
+                "responses": {
+                    "200": {"description": "JSON lines", "content": {"application/x-ndjson": {}}},
+                    **_ERRORS,
+                },
             }
         },
         "/metrics": {

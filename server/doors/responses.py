@@ -283,3 +283,52 @@ def audit_out(findings: Any, about: dict[str, Any], limit: int) -> AuditOut:
 def to_json(reply: BaseModel) -> dict[str, Any]:
     """A reply as JSON-ready data, every field present (null where not asked for), as MCP sends it."""
     return reply.model_dump(mode="json")
+
+
+class ConversationEntryOut(_Reply):
+    conversation_id: str
+    title: str = Field(description="its first question")
+    updated_at: str
+    turns: int
+
+
+class ConversationsOut(_Reply):
+    """This API key's conversations, the latest first."""
+
+    conversations: list[ConversationEntryOut]
+
+
+class TurnOut(_Reply):
+    role: Literal["user", "assistant"]
+    text: str
+    answer_id: str | None = Field(description="the answer's id, to judge it (assistant turns)")
+    created_at: str
+
+
+class ConversationOut(_Reply):
+    """One of this API key's conversations, turn by turn, oldest first."""
+
+    conversation_id: str
+    turns: list[TurnOut]
+
+
+class GroupOut(_Reply):
+    records: int
+    mean_rating: float | None
+    labels: dict[str, int]
+
+
+class FeedbackSummaryOut(_Reply):
+    """Every judgement summed up: what the admin page charts."""
+
+    records: int
+    ratings: dict[str, int] = Field(description="answers per star rating, 1 to 5")
+    mean_rating: float | None
+    labels: dict[str, int]
+    by_platform: dict[str, int]
+    by_domain: dict[str, GroupOut]
+    by_collection: dict[str, GroupOut]
+    by_day: dict[str, GroupOut] = Field(description="per day (YYYY-MM-DD, UTC)")
+    worst_questions: list[dict[str, Any]] = Field(
+        description="question, mean_rating, judgements, labels, answer, sources; the worst first"
+    )

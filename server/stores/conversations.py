@@ -158,6 +158,30 @@ class ConversationStore:
                 ),
             )
 
+    def conversations_of(self, owner: str, limit: int = 50) -> list[tuple[str, str, str, int]]:
+        """(conversation id, its first question, when it was last added to, its turns) of
+        ``owner``'s conversations that hold a turn, the latest first."""
+        with self._db.read() as tx:
+            rows = tx.execute(
+                "SELECT c.conversation_id, MAX(t.created_at), COUNT(*),"
+                " MIN(CASE WHEN t.position = 0 THEN t.text END)"
+                " FROM conversations c JOIN turns t ON t.conversation_id = c.conversation_id"
+                " WHERE c.owner = ? GROUP BY c.conversation_id ORDER BY MAX(t.created_at) DESC,"
+                " c.conversation_id LIMIT ?",
+                (owner, limit),
+            )
+        return [(cid, first or "", last, int(turns)) for cid, last, turns, first in rows]
+
+    def transcript(self, conversation_id: str) -> list[tuple[str, str, str | None, str]]:
+        """Every turn of a conversation as (role, text, answer id, when), oldest first."""
+        with self._db.read() as tx:
+            rows = tx.execute(
+                "SELECT role, text, answer_id, created_at FROM turns WHERE conversation_id = ?"
+                " ORDER BY position",
+                (conversation_id,),
+            )
+        return [(role, text, answer_id, when) for role, text, answer_id, when in rows]
+
     def unanswered(self, outcomes: Sequence[str]) -> list[tuple[str, str, tuple[str, ...], str]]:
         """(question, outcome, collections, asked at) of every answer whose outcome is one of
         ``outcomes`` ("not_in_documents"), oldest first."""
