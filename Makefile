@@ -71,6 +71,9 @@ demo: install
 	$(BIN)/docfinder ingest docs --index $(DEMO_INDEX) --collection docfinder-docs
 	$(BIN)/docfinder search "$(DEMO_QUESTION)" --index $(DEMO_INDEX) --k 3
 	$(DEMO_CONFIG) $(BIN)/docfinder ask "$(DEMO_QUESTION)"
+	@echo
+	@echo "The web page: $(DEMO_CONFIG) $(BIN)/docfinder serve http --port 8080"
+	@echo "then open http://127.0.0.1:8080/ (no key needed on loopback without API keys)"
 
 test: install
 	$(BIN)/python -m pytest -q

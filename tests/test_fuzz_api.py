@@ -17,10 +17,10 @@ import schemathesis
 from schemathesis import checks
 
 from evaluation.doubles.fake_llm import FakeLLMServer
+from evaluation.live_server import LiveServer
 from index_build.builder import ingest
 from server.doors.openapi import OPENAPI
 from server.settings import load_settings
-from tests.live_server import LiveServer
 from tests.samples import write_sample_corpus
 
 KEY = "fuzz-key-" + "3" * 30

@@ -29,7 +29,7 @@ from typing import Any
 from aiohttp import ClientConnectionResetError, web
 from pydantic import ValidationError
 
-from pipeline.answers import LOCAL_CALLER, Caller, Feedback
+from pipeline.answers import LOCAL_CALLER, Feedback
 from pipeline.errors import (
     ConfigurationError,
     DocfinderError,
@@ -43,7 +43,9 @@ from pipeline.errors import (
 )
 from pipeline.steps import Step
 from server.core.access import require_scope
+from server.doors.app_keys import CALLER, SERVICE
 from server.doors.auth import Authenticator
+from server.doors.http_history import add_history_routes
 from server.doors.openapi import OPENAPI
 from server.doors.request_models import AskBody, AuditRequest, FeedbackBody, SearchBody, describe, read_body
 from server.doors.responses import (
@@ -55,14 +57,13 @@ from server.doors.responses import (
     search_out,
     to_json,
 )
+from server.doors.web_page import add_page_routes
 from server.runtime.logs import current_request_id, set_request_id
 from server.service import DocfinderService
 
 log = logging.getLogger(__name__)
 
-SERVICE = web.AppKey("service", DocfinderService)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
-CALLER = web.RequestKey("caller", Caller)
 MAX_REQUEST_BYTES = 1024 * 1024  # room for the longest text the models allow, JSON-escaped
 RETRY_AFTER_S = 5
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]+")
@@ -84,6 +85,8 @@ def create_app(service: DocfinderService, authenticator: Authenticator | None = 
     app.router.add_post("/v1/search", _search)
     app.router.add_post("/v1/feedback", _feedback)
     app.router.add_get("/v1/audit", _audit)
+    add_history_routes(app)
+    add_page_routes(app)
     return app
 
 

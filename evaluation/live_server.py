@@ -1,4 +1,5 @@
-"""docfinder's HTTP server on loopback in a thread of its own, for clients that block (schemathesis)."""
+"""docfinder's HTTP server on loopback in a thread of its own, for clients that block
+(schemathesis, a browser driven by Selenium): the tests' and ``make bench ONLY=web``'s server."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from server.service import DocfinderService
 class LiveServer:
     """``with LiveServer(settings, embedder) as server:`` then call ``server.url``."""
 
-    def __init__(self, settings: Any, embedder: Any) -> None:
+    def __init__(self, settings: Any, embedder: Any = None, start_llm: bool = False) -> None:
         self.settings = settings
         self.embedder = embedder
+        self.start_llm = start_llm
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
@@ -30,7 +32,8 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=120)
+        started = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
+        started.result(timeout=900 if self.start_llm else 120)  # the embedded model may be joined first
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -41,6 +44,8 @@ class LiveServer:
     async def _start(self) -> None:
         self._service = DocfinderService(self.settings, embedder=self.embedder)
         await self._service.__aenter__()
+        if self.start_llm:
+            await self._service.start_llm()
         self._runner = web.AppRunner(http_app(self._service, self.settings))
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
