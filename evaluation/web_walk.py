@@ -37,6 +37,7 @@ class Walk:
     follow_up_evidence_s: float = 0.0
     answer_text: str = ""
     evidence: list[str] = field(default_factory=list)
+    cited_inline: bool = False
     passage_marked: list[str] = field(default_factory=list)
     passage_where: str = ""
     turns: int = 0
@@ -117,10 +118,12 @@ def walk_through(
         ]
         walk.answer_text = driver.find_element(By.CSS_SELECTOR, f"{last} .answer").text
         shot("answer")
-        cite = driver.find_element(By.CSS_SELECTOR, f"{last} .answer button.cite")
-        cite.send_keys(Keys.ENTER)
+        # An [n] in the answer's text, else its first source (an answer of quotes cites none inline).
+        cites = driver.find_elements(By.CSS_SELECTOR, f"{last} .answer button.cite, {last} .sources button")
+        walk.cited_inline = bool(driver.find_elements(By.CSS_SELECTOR, f"{last} .answer button.cite"))
+        cites[0].send_keys(Keys.ENTER)
         wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is not None)
-        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#passage-text mark"))
+        wait.until(lambda d: "Loading" not in d.find_element(By.ID, "passage-text").text)
         walk.passage_marked = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#passage-text mark")]
         walk.passage_where = driver.find_element(By.ID, "passage-where").text
         shot("passage")

@@ -46,7 +46,7 @@ def test_sign_in_ask_follow_up_rate_and_see_the_chart_by_keyboard(tmp_path, embe
                 screenshots=tmp_path / "shots",
             )
     assert walk.evidence and any("front desk" in quote for quote in walk.evidence), "the evidence first"
-    assert "[1]" in walk.answer_text and "front desk" in walk.answer_text
+    assert "[1]" in walk.answer_text and "front desk" in walk.answer_text and walk.cited_inline
     assert "<script>window.pwned=1</script>" in walk.answer_text, "the document's markup shown as text"
     assert walk.injected_elements == 0 and walk.alerts == [], "nothing of the document runs or renders"
     assert walk.passage_marked and "Badge office" in walk.passage_where, (

@@ -42,6 +42,8 @@ def bench_web() -> dict[str, Any]:
         "follow_up_evidence_s": round(walk.follow_up_evidence_s, 2),
         "last_answer_s": round(walk.answer_s, 1),
         "evidence_quotes": len(walk.evidence),
+        "answer_cites_inline": walk.cited_inline,
+        "passage_marked_quotes": len(walk.passage_marked),
         "turns": walk.turns,
         "charts": walk.charts,
         "rating": walk.rating_status,

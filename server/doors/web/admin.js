@@ -69,4 +69,10 @@ async function exportRecords() {
 
 document.getElementById("refresh").addEventListener("click", () => load().catch((e) => docfinder.notice(e.message)));
 document.getElementById("export").addEventListener("click", () => exportRecords().catch((e) => docfinder.notice(e.message)));
-docfinder.signIn(() => docfinder.json("/v1/feedback/summary"), load);
+docfinder.signIn(() => docfinder.json("/v1/feedback/summary"), async () => {
+  await load();
+  // Live: the charts follow new ratings while the page is open and shown.
+  setInterval(() => {
+    if (!document.hidden) load().catch((e) => docfinder.notice(e.message));
+  }, 30000);
+});
