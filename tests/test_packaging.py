@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from server.doors.web_page import ASSETS
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ["server", "bots", "pipeline", "index_build", "programs"]
 
@@ -55,8 +57,13 @@ def test_the_editable_install_prints_no_warning(tmp_path):
 @pytest.mark.slow
 def test_the_wheel_holds_the_serving_packages_only(tmp_path):
     _, wheel = build(tmp_path, "build_wheel")
-    top_level = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {name.split("/")[0] for name in names}
     assert top_level == {*PACKAGES, "docfinder-0.1.0.dist-info"}
+    page = {"index.html", "admin.html", *ASSETS}
+    assert page <= {name.rsplit("/", 1)[-1] for name in names if name.startswith("server/doors/web/")}, (
+        "the web page's files ship in the wheel"
+    )
 
 
 # Runs the docfinder CLI as a server install sees it: the eval extra's packages cannot be imported.
