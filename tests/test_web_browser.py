@@ -57,3 +57,27 @@ def test_sign_in_ask_follow_up_rate_and_see_the_chart_by_keyboard(tmp_path, embe
     assert "admin" in walk.admin_refused, "a staff key sees no admin page"
     assert walk.admin_overview.startswith("1 judgement;")
     assert walk.charts == 5
+
+
+def test_a_server_without_keys_opens_the_page_signed_in_on_its_own_machine(tmp_path, embedder):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from evaluation.web_walk import browser
+
+    ingest(tmp_path / "index", [write_sample_corpus(tmp_path / "handbook")], embedder=embedder)
+    settings = load_settings(
+        index__dir=tmp_path / "index",
+        stores__conversations_path=tmp_path / "conversations.sqlite3",
+        stores__feedback_path=tmp_path / "feedback.sqlite3",
+    )
+    with LiveServer(settings, embedder) as server:
+        driver = browser()
+        try:
+            driver.get(server.url + "/")
+            WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "workspace").is_displayed())
+            assert driver.find_element(By.ID, "who").text == "No key needed on this machine"
+            assert not driver.find_element(By.ID, "sign-in").is_displayed()
+            assert not driver.find_element(By.ID, "notice").is_displayed(), "no error shown for it"
+        finally:
+            driver.quit()

@@ -118,6 +118,22 @@ const docfinder = {
       docfinder.forget();
       location.reload();
     });
+    const quietly = async () => {
+      // A server without API keys answers its own machine without one: sign in at once there;
+      // where a key is needed, say nothing and wait for it.
+      docfinder.setKey("");
+      try {
+        await probe();
+      } catch (error) {
+        docfinder.forget();
+        return;
+      }
+      show(true);
+      const who = document.getElementById("who");
+      if (who) who.textContent = "No key needed on this machine";
+      await onSignedIn();
+    };
     if (docfinder.key() !== null) attempt(docfinder.key());
+    else quietly();
   },
 };
