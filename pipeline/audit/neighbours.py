@@ -72,6 +72,7 @@ def near_pairs(
 
 
 MAX_SAME_KEY = 20  # a wording or a term shared by more statements is boilerplate ("CASCADE —")
+_TERM = re.compile(r"[a-z]{3,}")  # a term names something in words, not only in marks or digits
 
 
 def same_wording_pairs(
@@ -106,9 +107,6 @@ def defined_term(text: str) -> str:
         return ""
     term = " ".join(term.lower().split())
     return term if _TERM.search(term) else ""
-
-
-_TERM = re.compile(r"[a-z]{3,}")
 
 
 def _pairs_by_key(

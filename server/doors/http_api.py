@@ -47,7 +47,15 @@ from server.doors.app_keys import CALLER, SERVICE
 from server.doors.auth import Authenticator
 from server.doors.http_history import add_history_routes
 from server.doors.openapi import OPENAPI
-from server.doors.request_models import AskBody, AuditRequest, FeedbackBody, SearchBody, describe, read_body
+from server.doors.request_models import (
+    AskBody,
+    AuditRequest,
+    FeedbackBody,
+    SearchBody,
+    describe,
+    read_body,
+    reject_unknown_parameters,
+)
 from server.doors.responses import (
     ErrorOut,
     FeedbackOut,
@@ -322,9 +330,7 @@ async def _status_and_evidence(
 async def _audit(request: web.Request) -> web.Response:
     """The documentation audit (admin keys): its most severe findings as JSON."""
     query = request.query
-    unknown = set(query) - {"collection", "since", "limit"}
-    if unknown:
-        raise InvalidRequestError(f"unknown query parameter {sorted(unknown)[0]!r}")
+    reject_unknown_parameters(query, "collection", "since", "limit")
     limit = query.get("limit", "100")
     if not limit.isdigit() or len(limit) > 4:
         raise InvalidRequestError("limit: a whole number from 1 to 1000")

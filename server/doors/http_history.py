@@ -16,7 +16,7 @@ from pipeline.answers import LOCAL_CALLER, Caller
 from pipeline.errors import InvalidRequestError, NotFoundError
 from server.core.feedback_summary import is_good
 from server.doors.app_keys import CALLER, SERVICE
-from server.doors.request_models import MAX_ID_CHARS
+from server.doors.request_models import MAX_ID_CHARS, reject_unknown_parameters
 from server.doors.responses import (
     ConversationEntryOut,
     ConversationOut,
@@ -44,15 +44,9 @@ def _service(request: web.Request) -> tuple[DocfinderService, Caller]:
     return request.app[SERVICE], request[CALLER]
 
 
-def _only(request: web.Request, *allowed: str) -> None:
-    unknown = set(request.query) - set(allowed)
-    if unknown:
-        raise InvalidRequestError(f"unknown query parameter {sorted(unknown)[0]!r}")
-
-
 async def _conversations(request: web.Request) -> web.Response:
     """This key's conversations, the latest first (``limit``, default 50)."""
-    _only(request, "limit")
+    reject_unknown_parameters(request.query, "limit")
     limit = request.query.get("limit", "50")
     if not limit.isdigit() or not 1 <= int(limit) <= MAX_LISTED:
         raise InvalidRequestError(f"limit: a whole number from 1 to {MAX_LISTED}")
@@ -64,7 +58,7 @@ async def _conversations(request: web.Request) -> web.Response:
 
 async def _conversation(request: web.Request) -> web.Response:
     """One of this key's conversations, turn by turn; another key's is "not found"."""
-    _only(request)
+    reject_unknown_parameters(request.query)
     conversation_id = request.match_info["conversation_id"]
     if not _CONVERSATION_ID.match(conversation_id):
         raise NotFoundError(f"no conversation with id {conversation_id[:64]!r}")
@@ -77,7 +71,7 @@ async def _conversation(request: web.Request) -> web.Response:
 async def _passage(request: web.Request) -> web.Response:
     """A passage by id (``?id=``), as a citation opens it; one outside the key's collections is
     "not found"."""
-    _only(request, "id")
+    reject_unknown_parameters(request.query, "id")
     passage_id = request.query.get("id", "")
     if not 1 <= len(passage_id) <= MAX_ID_CHARS:
         raise InvalidRequestError(f"id: a passage id of 1 to {MAX_ID_CHARS} characters")
@@ -89,7 +83,7 @@ async def _passage(request: web.Request) -> web.Response:
 
 async def _feedback_summary(request: web.Request) -> web.Response:
     """Every judgement summed up (admin keys)."""
-    _only(request)
+    reject_unknown_parameters(request.query)
     service, caller = _service(request)
     summary = asdict(await service.feedback_summary(caller))
     summary["ratings"] = {str(stars): count for stars, count in summary["ratings"].items()}
@@ -110,7 +104,7 @@ def _public_link(service: DocfinderService, link: str) -> str:
 
 async def _feedback_export(request: web.Request) -> web.Response:
     """Every judgement as one JSON object per line (admin keys): an evaluation set."""
-    _only(request)
+    reject_unknown_parameters(request.query)
     service, caller = _service(request)
     lines = []
     for record in await service.feedback_records(caller):

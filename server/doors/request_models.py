@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 from aiohttp import web
@@ -167,6 +168,13 @@ async def read_body(request: web.Request, model: type[Body], timeout_s: float) -
 
 
 MAX_INTEGER_DIGITS = 30  # every integer the API reads (k, limits) has a handful
+
+
+def reject_unknown_parameters(query: Mapping[str, str], *allowed: str) -> None:
+    """A 400 for a query parameter the route does not take: a misspelt one is never ignored."""
+    unknown = set(query) - set(allowed)
+    if unknown:
+        raise InvalidRequestError(f"unknown query parameter {sorted(unknown)[0]!r}")
 
 
 def _bounded_int(digits: str) -> int:
