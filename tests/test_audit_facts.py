@@ -5,6 +5,7 @@ that call for its heading, and prose that names marks in quotes."""
 from __future__ import annotations
 
 from index_build.builder import ingest
+from index_build.layout import live_version_id
 from pipeline.answers import LOCAL_CALLER
 from pipeline.audit.checks import comparable, pair_findings
 from pipeline.audit.facts import fact_pairs, short_facts
@@ -41,6 +42,8 @@ async def test_a_release_date_changed_in_a_copy_is_a_contradiction_and_other_rel
     )
     async with open_service(settings, embedder=embedder) as service:
         report = await service.audit(LOCAL_CALLER)
+        unchanged = await service.audit(LOCAL_CALLER, since=live_version_id(settings.index.dir))
+    assert not unchanged.findings, "nothing changed since the live version: no fact is audited again"
     [finding] = [f for f in report.findings if f.kind == "contradiction"]
     assert {s.text for s in finding.passages} == {"Release date: 2025-02-13", "Release date: 2025-02-14"}
     assert {s.title for s in finding.passages} == {"Release 15.11"}

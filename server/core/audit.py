@@ -264,7 +264,7 @@ class Auditor:
         return found
 
     def _earlier_texts(self, since: str) -> set[tuple[str, str]]:
-        """(source, text) of every unit of index version ``since``."""
+        """(source, text) of every unit and short fact of index version ``since``."""
         if not _VERSION_ID.match(since):
             raise InvalidRequestError(
                 f"{since!r} is not an index version id (such as 20261127T150725.127440-540b)"
@@ -277,6 +277,7 @@ class Auditor:
         for collection in earlier.collections.values():
             sources = {chunk.chunk_id: chunk.source for chunk in collection.chunks}
             texts.update((sources[unit.chunk_id], unit.text) for unit in collection.units)
+            texts.update((fact.source, fact.text) for fact in self._facts(collection))
         return texts
 
     def _unanswered(self, collections: Sequence[str]) -> list[Finding]:
