@@ -30,6 +30,13 @@ def test_a_refusal_is_read_from_the_answer_not_from_the_documents_it_quotes():
     assert says_not_answered("The documents do not say.")
     assert says_not_answered("The passages do not specify the headset model.")
     assert not says_not_answered("Proposals are due on 15 April [1].")
+    assert says_not_answered("The financial statements do not provide any information about bonuses.")
+    assert says_not_answered("The total cost of the pilot was not provided in the given passages.")
+    assert says_not_answered("I could not find which version added it.")
+    # What a program or a statement does not do is an answer, whichever way it is worded.
+    assert not says_not_answered("pg_dump does not include the roles.")
+    assert not says_not_answered("PostgreSQL does not provide the software to detect a failed primary.")
+    assert not says_not_answered("The table does not include a primary key; the statement does not list it.")
     quoted = (
         "The probable cause was misjudged clearance [1].\n"
         "“The wreckage did not reveal any malfunction; no information was given.” [1]"

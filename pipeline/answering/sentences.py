@@ -11,9 +11,24 @@ from pipeline.figures import figures
 from pipeline.retrieval.ordering import is_list_item, split_sentences
 from pipeline.text import analyze
 
-_REFUSAL = re.compile(
-    r"\b(?:do(?:es)?\s+not|don't|doesn't|did\s+not|cannot|could\s+not|can't)\s+"
+# A refusal speaks of the documents ("The passages do not specify the headset model", "The
+# financial statements do not provide any information about ...") or of the asker's search ("I
+# could not find ..."); a product or a command that does not do something is an answer ("pg_dump
+# does not include the roles", "PostgreSQL does not provide the software to detect a failure").
+# Words that name a part of a manual only after "given" or "provided": "the table does not include
+# a primary key" and "the statement does not list its columns" speak of SQL.
+_DOCUMENTS = (
+    r"(?:documents?|passages?|context|excerpts?|evidence|sources?|reports?|filings?|manuals?|guides?"
+    r"|protocols?|financial\s+statements?|(?:given|provided|above)\s+(?:text|information|tables?|sections?))"
+)
+_DOCUMENT_VERBS = (
     r"(?:say|state|answer|contain|mention|specify|provide|include|give|find|list|name|identify|disclose)"
+)
+_REFUSAL = re.compile(
+    rf"\b{_DOCUMENTS}\b(?:\s+[\w,-]+){{0,3}}?\s+(?:do(?:es)?\s+not|don't|doesn't|did\s+not|cannot|can't)\s+"
+    rf"{_DOCUMENT_VERBS}"
+    r"|\b(?:I|we)\s+(?:do\s+not|don't|did\s+not|cannot|could\s+not|can't|am\s+unable\s+to)\s+"
+    r"(?:say|answer|find|tell|determine|identify)\b"
     r"|\bnot\s+(?:stated|mentioned|specified|provided|given|found|disclosed|listed|available)\b"
     r"|\bno\s+(?:information|mention|details?)\b",
     re.IGNORECASE,
