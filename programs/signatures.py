@@ -72,7 +72,8 @@ def asked_first(signature: type[dspy.Signature]) -> type[dspy.Signature]:
     read last, "json or jsonb for storing webhook payloads? the auditors want ..." came back as
     the answer twice; read first, the same passages were answered (and another question, read
     first, was echoed: the reason it is read last by default). A draft that said nothing is
-    written again in the other form (:mod:`programs.drafting`).
+    written again in the other form, and stands only in its passages' own words
+    (:mod:`programs.drafting`).
     """
     fields = signature.fields
     order = ["question", *(name for name in fields if name != "question")]

@@ -248,6 +248,19 @@ def test_a_draft_that_repeats_the_question_is_written_again_with_the_question_re
     assert forms == [None, "question first"]
 
 
+def test_a_second_reading_stands_only_in_its_passages_words():
+    """After a draft that repeated the question, the model's next draft is trusted only where it
+    says what it adds in the words of the passages it cites; a paraphrase passing every other
+    check gives the evidence quoted instead."""
+    paraphrase = "A technician warms it every six months, after the season [1]."
+    model = lm({"answer": QUESTION}, {"answer": paraphrase})
+    result, events = run(agent(), model, ScriptedRetriever(HITS), sparse_available=False)
+    assert result.outcome == "unverified" and result.answer == NOT_VERIFIED
+    assert [q.text for q in result.evidence] == ["The cryostat is warmed up every six months."]
+    assert events.count("generate") == 2
+    assert any(e.get("reason", "").startswith("a second reading") for e in result.trace)
+
+
 def test_a_draft_with_a_claim_the_evidence_lacks_is_not_retold_in_the_other_form():
     """Only a draft that made no claim is written again over the same passages; one that claimed
     what its passages do not state gets other passages (here none: the evidence is quoted)."""
