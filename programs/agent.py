@@ -16,9 +16,7 @@ understand (by code: a follow-up is searched with the user's previous question; 
      with the nearest evidence) → supported, useful (code's verdicts; the LLM is asked too
      only with ``agent.llm_checks``)
   → (a draft fails: the sparse-information fallback, else transform_query, and a second
-     draft; a draft that said nothing, the question or its prompt's labels repeated, is
-     written again from the same passages with the question read first, and stands only in
-     their own words; after two failed drafts, the evidence that best answers the question, quoted).
+     draft; after two failed drafts, the evidence that best answers the question, quoted).
 
 Every step is recorded in the trace and sent to ``on_status`` as it happens; the event that
 reports an LLM call names it (``llm_call``) and carries its tokens. With ``on_token``, the

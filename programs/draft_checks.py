@@ -36,27 +36,15 @@ class DraftChecks:
         the answer is in its passages' own words (grounded by construction)."""
         run = self.run
         cited = cited_passages(passages, composed.kept)
-        if not self.agent.settings.llm_checks or composed.dropped or self.in_own_words(composed, passages):
+        shown = [text for p in cited for text in (p.chunk.title, *p.chunk.heading_path, p.chunk.text)]
+        own_words = in_the_documents_words(composed.kept, run.question, shown)
+        if not self.agent.settings.llm_checks or composed.dropped or own_words:
             run.verdicts = {"supported": "code", "useful": "code"}
             await run.step(Step.SUPPORTED, verdict="code", passages=len(cited), dropped=len(composed.dropped))
             await run.step(Step.USEFUL, verdict="code")
             run.best = passages
             return True
         assert generated is not None, "the checks follow a generate call"
-        return await self._asked(composed, passages, cited, generated)
-
-    def in_own_words(self, composed: ComposedAnswer, passages: list[Passage]) -> bool:
-        """Whether the kept answer says what it adds to the question in the words of the passages
-        it cites (their titles, headings and text): grounded by construction."""
-        cited = cited_passages(passages, composed.kept)
-        shown = [text for p in cited for text in (p.chunk.title, *p.chunk.heading_path, p.chunk.text)]
-        return in_the_documents_words(composed.kept, self.run.question, shown)
-
-    async def _asked(
-        self, composed: ComposedAnswer, passages: list[Passage], cited: list[Passage], generated: Conversation
-    ) -> bool:
-        """The LLM's verdicts: supported (continuing the generate call) and useful, asked at once."""
-        run = self.run
         numbers = {p.chunk.chunk_id: n for n, p in enumerate(passages, start=1)}
         supported_inputs = {"cited": ", ".join(marker(numbers[p.chunk.chunk_id]) for p in cited)}
         useful_inputs = {"question": run.question, "answer": composed.kept}

@@ -1,6 +1,5 @@
 """The drafts of one question's answer (:class:`Drafting`): generate, compose, check, and
-another draft after a failed one, with the sparse set or a rewritten search (after a draft that
-said nothing, the same passages with the question read first); when none passes,
+another draft after a failed one, with the sparse set or a rewritten search; when none passes,
 the closest evidence quoted (:func:`quote_the_closest`). The checks are
 :mod:`programs.draft_checks`'."""
 
@@ -10,15 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import dspy
-
-from pipeline.answering.extractive import (
-    NOT_A_CLAIM,
-    ComposedAnswer,
-    compose_answer,
-    never_mentioned,
-    quoted_evidence,
-)
+from pipeline.answering.extractive import ComposedAnswer, compose_answer, never_mentioned, quoted_evidence
 from pipeline.answering.figure_citations import cite_figure_sources
 from pipeline.answers import AgentAnswer, Outcome
 from pipeline.citations import cited_numbers
@@ -38,7 +29,6 @@ from programs.agent import (
 )
 from programs.continuation import Conversation, reply_text
 from programs.draft_checks import DraftChecks
-from programs.signatures import asked_first as question_first
 
 if TYPE_CHECKING:  # the run imports its drafting: only the type goes the other way
     from programs.question_run import QuestionRun
@@ -60,33 +50,26 @@ class Drafting:
     ) -> AgentAnswer:
         run, settings = self.run, self.agent.settings
         sparse_tried = not sparse_available
-        tried: set[tuple[bool, frozenset[str]]] = set()
+        tried: set[frozenset[str]] = set()
         failed = 0
         every_draft_filled_a_gap = True
-        asked_first = False  # the question read before the passages (the other form of the prompt)
-        calls_a_draft = 3 if settings.llm_checks else 1
         while True:
-            attempt = (asked_first, frozenset(piece.key for p in passages for piece in p.pieces))
-            if attempt in tried:  # temperature 0: the same prompt would give the same answer
+            attempt = frozenset(piece.key for p in passages for piece in p.pieces)
+            if attempt in tried:  # temperature 0: the same passages would give the same answer
                 await run.step(Step.GENERATE_SKIPPED, reason="these passages were already tried")
             else:
                 tried.add(attempt)
-                reply = await self._cite_figure_sources(await self._generate(passages, asked_first), passages)
+                reply = await self._cite_figure_sources(await self._generate(passages), passages)
                 composed = await self._compose(reply, passages)
                 if composed.kind == "not_in_documents":
                     return await self._final(composed, "not_in_documents", passages)
-                if composed.kind == "answer" and await self._stands(composed, passages, asked_first):
+                if composed.kind == "answer" and await self.checks.passes(composed, passages, self.generated):
                     return await self._final(composed, "answered", passages)
                 failed += 1
                 every_draft_filled_a_gap &= composed.filled_a_gap
                 if failed >= MAX_FAILED_ANSWERS:
                     break
-                room_for_a_draft = run.llm.made + calls_a_draft <= MAX_LLM_CALLS
-                if said_nothing(composed) and not asked_first and room_for_a_draft:
-                    # The model repeated the question or its prompt's labels: the same passages
-                    # again, the prompt in its other form (programs.signatures.asked_first).
-                    asked_first = True
-                    continue
+            calls_a_draft = 3 if settings.llm_checks else 1
             if not sparse_tried and run.llm.made + calls_a_draft <= MAX_LLM_CALLS:
                 sparse_tried = True
                 passages = await with_sparse_passages(run, passages)
@@ -99,17 +82,6 @@ class Drafting:
         closest = await quote_the_closest(run, failed, every_draft_filled_a_gap, fallback=passages)
         return await self._final(closest, "unverified", run.best or passages)
 
-    async def _stands(self, composed: ComposedAnswer, passages: list[Passage], asked_first: bool) -> bool:
-        """Whether a composed answer passes its checks. A draft written again after one that said
-        nothing must also say it in its passages' own words: a model that repeated its prompt once
-        answered it the second time with a setting or a figure of the wrong row in 3 of 6
-        drafts read (both halves of the dev sets, 28 November), each passing the other checks."""
-        if asked_first and not self.checks.in_own_words(composed, passages):
-            reason = "a second reading not in its passages' words"
-            await self.run.step(Step.SUPPORTED, verdict="no", reason=reason)
-            return False
-        return await self.checks.passes(composed, passages, self.generated)
-
     async def _final(
         self, composed: ComposedAnswer, outcome: Outcome, passages: Sequence[Passage]
     ) -> AgentAnswer:
@@ -117,20 +89,8 @@ class Drafting:
         await self.run.llm.send_final(composed.text)
         return self.run.result(composed.text, outcome, passages, composed.quotes)
 
-    def _generator(self, asked_first: bool) -> dspy.Predict:
-        """The generate predictor, or a copy that reads the question first (its demos and
-        learnt instructions kept)."""
-        generate = self.agent.generate
-        if not asked_first:
-            return generate
-        retold = dspy.Predict(question_first(generate.signature), **generate.config)
-        retold.demos = generate.demos
-        return retold
-
-    async def _generate(self, passages: list[Passage], asked_first: bool = False) -> str:
+    async def _generate(self, passages: list[Passage]) -> str:
         run = self.run
-        generate = self._generator(asked_first)
-        form = {"form": "question first"} if asked_first else {}
         inputs = {
             "question": run.question,
             "conversation": run.conversation,
@@ -139,27 +99,27 @@ class Drafting:
         }
         raw: list[str] = []
         try:
-            reply = await run.llm.call("generate", generate, stream="answer", raw=raw, **inputs)
+            reply = await run.llm.call("generate", self.agent.generate, stream="answer", raw=raw, **inputs)
         except UnreadableReplyError as exc:
             answer = answer_of_a_cut_reply(exc.reply)
             if not answer:
                 raise
             # The model wrote past its token limit: its whole sentences are still an answer to check.
             run.llm.note("generate", {})
-            self.generated = Conversation.of_call(generate, inputs, exc.reply)
-            await run.step(Step.GENERATE, answer=answer, passages=len(passages), cut_off=True, **form)
+            self.generated = Conversation.of_call(self.agent.generate, inputs, exc.reply)
+            await run.step(Step.GENERATE, answer=answer, passages=len(passages), cut_off=True)
             return answer
-        written = "".join(raw) or reply_text(generate, reply)
-        self.generated = Conversation.of_call(generate, inputs, written)
+        written = "".join(raw) or reply_text(self.agent.generate, reply)
+        self.generated = Conversation.of_call(self.agent.generate, inputs, written)
         answer = reply.answer
         tokens = run.llm.unreported[-1][1] if run.llm.unreported else {}
         if _cut_off(answer, tokens, self.agent.settings.answer_tokens):
             # The model wrote to its token limit; the JSON was mended around an unfinished
             # sentence, which is no claim to check: its whole sentences are the answer.
             answer = whole_sentences(answer) or answer
-            await run.step(Step.GENERATE, answer=answer, passages=len(passages), cut_off=True, **form)
+            await run.step(Step.GENERATE, answer=answer, passages=len(passages), cut_off=True)
             return answer
-        await run.step(Step.GENERATE, answer=answer, passages=len(passages), **form)
+        await run.step(Step.GENERATE, answer=answer, passages=len(passages))
         return answer
 
     async def _cite_figure_sources(self, answer: str, passages: list[Passage]) -> str:
@@ -240,13 +200,6 @@ async def with_sparse_passages(run: QuestionRun, passages: list[Passage]) -> lis
         return passages + appended
     ranked = sorted(passages, key=lambda p: -p.score)[: max(len(passages) - len(new), 1)]
     return [p for p in passages if p in ranked] + new
-
-
-def said_nothing(composed: ComposedAnswer) -> bool:
-    """Whether a draft made no claim at all: every sentence dropped as the question or a
-    passage's label repeated, none as a claim the evidence does not bear."""
-    dropped = composed.dropped
-    return not composed.kept and bool(dropped) and all(d.reason in NOT_A_CLAIM for d in dropped)
 
 
 _FINISHED = re.compile(r"[.!?:)\]`\"'’”]\s*$")

@@ -64,23 +64,6 @@ class Generate(dspy.Signature):
     answer: str = dspy.OutputField(desc="a specific answer with [n] citations")
 
 
-def asked_first(signature: type[dspy.Signature]) -> type[dspy.Signature]:
-    """``signature`` (its instructions, learnt ones included, and fields) with the question read
-    first: the other form of the generate prompt.
-
-    Neither order stops the embedded 1.5B model from answering some questions by repeating them:
-    read last, "json or jsonb for storing webhook payloads? the auditors want ..." came back as
-    the answer twice; read first, the same passages were answered (and another question, read
-    first, was echoed: the reason it is read last by default). A draft that said nothing is
-    written again in the other form, and stands only in its passages' own words
-    (:mod:`programs.drafting`).
-    """
-    fields = signature.fields
-    order = ["question", *(name for name in fields if name != "question")]
-    reordered = {name: (fields[name].annotation, fields[name]) for name in order}
-    return dspy.Signature(reordered, signature.instructions)
-
-
 class Supported(dspy.Signature):
     """Check the answer you have just written against the numbered evidence above. Is every claim
     in it stated by the evidence it cites? Citations alone are not support: the cited evidence must

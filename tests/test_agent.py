@@ -215,7 +215,8 @@ def test_the_model_saying_the_documents_do_not_say_is_the_answer_with_the_neares
 def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an_llm_check():
     model = lm(
         {"answer": "Yes, the cryostat is warmed up [1]."},  # nothing the question did not say
-        {"answer": "It is warmed [1]."},  # the same passages, the question read first
+        {"rewritten": "cryostat warm-up frequency"},
+        {"answer": "It is warmed [1]."},
     )
     retriever = ScriptedRetriever(HITS, [SearchHit(chunk(3, "The cryostat is warmed before service."), 0.7)])
     result, _ = run(agent(AgentSettings(max_rewrites=1)), model, retriever, sparse_available=False)
@@ -223,52 +224,7 @@ def test_answers_that_say_nothing_twice_give_the_best_evidence_quoted_without_an
     assert not says_documents_do_not_answer(result.answer), "vague drafts say nothing of the documents"
     assert [q.text for q in result.evidence] == ["The cryostat is warmed up every six months."]
     reasons = [d["reason"] for e in result.trace if e["step"] == "compose" for d in e["dropped"]]
-    assert reasons == ["says_nothing", "says_nothing"] and len(model.history) == 2
-
-
-def _reads_the_question_first(call: dict) -> bool:
-    prompt = call["messages"][-1]["content"]
-    return prompt.index("[[ ## question ## ]]") < prompt.index("[[ ## passages ## ]]")
-
-
-def test_a_draft_that_repeats_the_question_is_written_again_with_the_question_read_first():
-    """The embedded model answers some questions by repeating them, whichever way it reads the
-    prompt; the same passages in the prompt's other form are answered."""
-    model = lm(
-        {"answer": QUESTION},
-        {"answer": "The cryostat is warmed up every six months [1]."},
-    )
-    retriever = ScriptedRetriever(HITS)
-    result, events = run(agent(), model, retriever, sparse_available=False)
-    assert result.outcome == "answered"
-    assert result.answer.startswith("The cryostat is warmed up every six months")
-    assert [_reads_the_question_first(call) for call in model.history] == [False, True]
-    assert events.count("generate") == 2 and len(retriever.calls) == 1
-    forms = [e.get("form") for e in result.trace if e["step"] == "generate"]
-    assert forms == [None, "question first"]
-
-
-def test_a_second_reading_stands_only_in_its_passages_words():
-    """After a draft that repeated the question, the model's next draft is trusted only where it
-    says what it adds in the words of the passages it cites; a paraphrase passing every other
-    check gives the evidence quoted instead."""
-    paraphrase = "A technician warms it every six months, after the season [1]."
-    model = lm({"answer": QUESTION}, {"answer": paraphrase})
-    result, events = run(agent(), model, ScriptedRetriever(HITS), sparse_available=False)
-    assert result.outcome == "unverified" and result.answer == NOT_VERIFIED
-    assert [q.text for q in result.evidence] == ["The cryostat is warmed up every six months."]
-    assert events.count("generate") == 2
-    assert any(e.get("reason", "").startswith("a second reading") for e in result.trace)
-
-
-def test_a_draft_with_a_claim_the_evidence_lacks_is_not_retold_in_the_other_form():
-    """Only a draft that made no claim is written again over the same passages; one that claimed
-    what its passages do not state gets other passages (here none: the evidence is quoted)."""
-    model = lm({"answer": "The cryostat is warmed up every 14 days [1]."})
-    run_agent = agent(AgentSettings(max_rewrites=0))
-    result, events = run(run_agent, model, ScriptedRetriever(HITS), sparse_available=False)
-    assert result.outcome == "unverified" and events.count("generate") == 1
-    assert not any(_reads_the_question_first(call) for call in model.history)
+    assert reasons == ["says_nothing", "says_nothing"] and len(model.history) == 3
 
 
 def test_drafts_that_each_put_forward_what_no_cited_passage_states_end_in_the_documents_do_not_say():
@@ -291,7 +247,8 @@ def test_drafts_that_each_put_forward_what_no_cited_passage_states_end_in_the_do
     assert result.outcome == "unverified" and result.answer == NOT_CLEARLY_SAID
     assert says_documents_do_not_answer(result.answer)
     vague = lm(
-        {"answer": "The cryostat uses a vacuum pump [1]."},  # says nothing: written again, question first
+        {"answer": "The cryostat uses a vacuum pump [1]."},
+        {"rewritten": "cryostat vacuum pump"},
         {"answer": "The vacuum pump model the cryostat uses is the QENSIU [1]."},
     )
     result, _ = run(run_agent, vague, ScriptedRetriever(hits, retried), asked, sparse_available=False)
@@ -299,7 +256,7 @@ def test_drafts_that_each_put_forward_what_no_cited_passage_states_end_in_the_do
 
 
 def test_the_same_passages_are_not_generated_from_twice():
-    model = lm({"answer": "It is warmed every 14 days [1]."}, {"rewritten": "cryostat warm-up interval"})
+    model = lm({"answer": "It is warmed [1]."}, {"rewritten": "cryostat warm-up interval"})
     retriever = ScriptedRetriever(HITS, HITS)
     result, events = run(agent(AgentSettings(max_rewrites=1)), model, retriever, sparse_available=False)
     assert result.outcome == "unverified"
@@ -450,13 +407,11 @@ def test_a_reply_cut_off_at_the_token_limit_keeps_its_whole_sentences():
     assert result.outcome == "answered" and result.answer == "The cryostat is warmed up every six months [1]."
     generate = next(e for e in result.trace if e["step"] == "generate")
     assert generate["cut_off"] is True
-    # No whole sentence is no answer: the draft said nothing, and so did the one written again
-    # with the question read first; the evidence is quoted, the fragment never shown.
-    cut_early = {"raw": '{"answer": "The cryostat is warmed up ev'}
-    nothing_whole = RawReplyLM([cut_early, cut_early], adapter=dspy.JSONAdapter())
-    result, _ = run(agent(), nothing_whole, ScriptedRetriever(HITS), sparse_available=False)
-    assert result.outcome == "unverified" and result.answer == NOT_VERIFIED
-    assert [q.text for q in result.evidence] == ["The cryostat is warmed up every six months."]
+    nothing_whole = RawReplyLM(
+        [{"raw": '{"answer": "The cryostat is warmed up ev'}], adapter=dspy.JSONAdapter()
+    )
+    result, _ = run(agent(), nothing_whole, ScriptedRetriever(HITS))
+    assert result.outcome == "llm_unavailable" and "could not be read" in result.trace[-1]["error"]
 
 
 class WindowTooSmallLM(dspy.BaseLM):
@@ -488,8 +443,7 @@ def test_with_the_reporting_periods_pack_a_model_denying_a_named_row_gets_that_r
             return Retrieved(research_table())
 
     settings = AgentSettings(max_rewrites=1, rule_packs=["reporting-periods"])
-    # The denial is no claim the evidence bears: written again with the question read first.
-    model = lm({"answer": "The documents do not say."}, {"answer": "The documents do not say."})
+    model = lm({"answer": "The documents do not say."}, {"rewritten": "research spending"})
     asked = "How much went to R&D in Q2 2023?"
     with_pack = agent(settings, rules=[ReportingPeriods()])
     result, _ = run(with_pack, model, TableRetriever(), asked, sparse_available=False)

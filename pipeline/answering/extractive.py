@@ -83,7 +83,7 @@ _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _LEANS_ON_THE_ONE_BEFORE = re.compile(
     r"\W*(?:it|they)\b|\W*(?:\S+\s+){0,4}(?:this|these|those|such)\b", re.IGNORECASE
 )
-NOT_A_CLAIM = ("says_nothing", "label")  # a sentence dropped for these claimed nothing: no drop to follow up
+_NOT_A_CLAIM = ("says_nothing", "label")
 _ASKS_FOR_A_DOCUMENT = re.compile(
     r"\b(?:document|report|source|protocol|manual|guide|publication|title|form|filing|paper)s?\b",
     re.IGNORECASE,
@@ -181,7 +181,7 @@ def compose_answer(
     after_a_drop = announced = False
     for sentence in sentences:
         problem, placed, fixes = _judged(sentence, reading, after_a_drop)
-        after_a_drop = problem is not None and problem.reason not in NOT_A_CLAIM
+        after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
         if problem is None:
             kept.append(without_the_echo(placed, question))
             corrected += fixes
