@@ -10,7 +10,13 @@ from __future__ import annotations
 import dataclasses
 
 from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, quoted_evidence
-from pipeline.answering.quotes import QuoteCandidate, excerpt, readable_unit
+from pipeline.answering.quotes import (
+    QuoteCandidate,
+    answering_quotes,
+    excerpt,
+    quote_candidates,
+    readable_unit,
+)
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.answering.sentences import answer_sentences, in_the_documents_words, says_nothing_new
 from pipeline.retrieval.context import ContextPiece, Passage, whole_passages
@@ -779,3 +785,32 @@ def test_a_reply_that_copies_a_passage_with_its_label_is_no_answer_and_the_evide
         question, "Yes: the fail2ban package bans IPs that cause authentication errors [1].", evidence
     )
     assert answered.kind == "answer" and "fail2ban" in answered.kept
+
+
+def test_the_quote_carrying_the_answer_is_not_chosen_by_a_figure_the_question_gave():
+    """Seen on techdocs: "hanging for 10 minutes" in question and answer quoted "The default is 10"."""
+    evidence = passages(
+        "The default is 10 on supported systems, otherwise 0.",
+        "It is better to use the pg_blocking_pids() function to identify which process a waiting "
+        "process is blocked behind.",
+    )
+    question = (
+        "An ALTER TABLE has been hanging for 10 minutes. How do I find out which session is blocking it?"
+    )
+    answer = "After 10 minutes of waiting, call pg_blocking_pids() to identify the blocker."
+    carrying = answering_quotes(question, answer, evidence, limit=1)
+    assert [q.text[:40] for q in carrying] == ["It is better to use the pg_blocking_pids"]
+
+
+def test_a_heading_the_chunk_carries_as_a_sentence_is_never_quoted():
+    text = "20.1. Setting Parameters\nAll parameter names are case-insensitive."
+    chunk = Chunk(
+        "d1-0000", "d1", "docs", "/docs/d1.html", "Setting Parameters", ("Setting",), (1, 1), text, "h"
+    )
+    heading = EvidenceUnit("d1-0000/000", "d1-0000", "d1", "sentence", "20.1. Setting Parameters", 1)
+    sentence = EvidenceUnit(
+        "d1-0000/001", "d1-0000", "d1", "sentence", "All parameter names are case-insensitive.", 1
+    )
+    pieces = tuple(ContextPiece(chunk, u.text, 1.0, unit=u) for u in (heading, sentence))
+    units = quote_candidates([Passage(chunk, pieces)])
+    assert [u.text for u in units] == ["All parameter names are case-insensitive."]

@@ -3,7 +3,7 @@
 The LLM writes the synthesis; the quotes under it are never typed by the LLM. Every unit of the
 evidence the model read may be quoted (:func:`quote_candidates`): an evidence unit as it is, a
 passage shown whole cut into its sentences and table rows (a line of fewer than three words,
-a heading or a link's words, is none). A unit matches a text (an answer, a question) by the
+a heading or a link's words, is none, and so is a sentence unit that short). A unit matches a text (an answer, a question) by the
 figures it shares with it (the strongest signal: a figure in the answer must stand in a
 quote), then by the words it shares, with its innermost heading's words (the items of a list
 under "Findings" rarely repeat the question's word), the retrieval score breaking ties
@@ -101,7 +101,10 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
                     else ""
                 )
                 page = unit.page or first_page
-                if not is_contents_line(unit.text):
+                # A sentence unit of fewer than three words is a heading the chunk's text carries
+                # ("20.1. Setting Parameters"): it matches an answer's words and answers nothing.
+                quotable = unit.kind == "row" or says_enough(unit.text)
+                if quotable and not is_contents_line(unit.text):
                     candidates.append(
                         QuoteCandidate(
                             n, source, unit.text, header, page, piece.score, len(candidates), heading
@@ -125,15 +128,18 @@ def best_matches(
     pool: Collection[int],
     limit: int = 1,
     fallback: bool = False,
+    given_figures: Collection[str] = (),
 ) -> list[QuoteCandidate]:
     """Up to ``limit`` units of the passages numbered in ``pool`` (all of ``units`` when none is)
-    that match ``text``, best first: by shared figures, then shared words (a unit's heading
-    counts), the retrieval score breaking ties. Only a unit that shares a figure, or enough
-    words, matches; with ``fallback``, when none does, the strongest unit by retrieval score."""
+    that match ``text``, best first: by shared figures (other than ``given_figures``: an answer
+    repeating the question's "10 minutes" is not matched by "The default is 10"), then shared
+    words (a unit's heading counts), the retrieval score breaking ties. Only a unit that shares
+    a figure, or enough words, matches; with ``fallback``, when none does, the strongest unit by
+    retrieval score."""
     candidates = [u for u in units if u.n in pool] or list(units)
     if not candidates:
         return []
-    wanted_figures = figures(text)
+    wanted_figures = figures(text) - set(given_figures)
     wanted_terms = content_words(text)
     top_retrieval = max(c.score for c in candidates) or 1.0
 
@@ -212,15 +218,21 @@ def answering_quotes(
         chosen.append(quote)
         return True
 
-    def best(text: str, pool: Collection[int], fallback: bool = False, same_source: str = "") -> bool:
+    def best(
+        text: str,
+        pool: Collection[int],
+        fallback: bool = False,
+        same_source: str = "",
+        given: Collection[str] = (),
+    ) -> bool:
         rest = [u for u in units if u not in whole and (not same_source or u.source == same_source)]
         if not text.strip() or not rest:
             return False
-        return add(best_matches(text, rest, pool, fallback=fallback))
+        return add(best_matches(text, rest, pool, fallback=fallback, given_figures=given))
 
     everything = range(1, len(passages) + 1)
     if answer:
-        best(answer, cited or everything)
+        best(answer, cited or everything, given=figures(question))
     if best(question, everything, fallback=not chosen):
         source = whole[-1].source
         while True:
