@@ -44,6 +44,7 @@ class Step(StrEnum):
     # Writing and checking the answer.
     GENERATE = "generate"
     GENERATE_SKIPPED = "generate_skipped"
+    CITE_SENTENCES = "cite_sentences"
     CITE_FIGURES = "cite_figures"
     COMPOSE = "compose"
     SUPPORTED = "supported"

@@ -28,6 +28,7 @@ STEP_TEXT: dict[Step, str] = {
     Step.EVIDENCE: "Found the evidence; writing the answer…",
     Step.GENERATE: "Writing the answer…",
     Step.COMPOSE: "Checking the answer against the sources…",
+    Step.CITE_SENTENCES: "Checking the answer against the sources…",
     Step.CITE_FIGURES: "Checking the answer against the sources…",
     Step.SUPPORTED: "Checking the answer against the sources…",
     Step.USEFUL: "Checking the answer against the sources…",
@@ -86,6 +87,8 @@ def describe_step(event: dict[str, Any]) -> str:
     if step == Step.COMPOSE:
         dropped = ", ".join(d["reason"] for d in event.get("dropped", []))
         return f"compose: {event.get('kind')}" + (f" (dropped: {dropped})" if dropped else "")
+    if step == Step.CITE_SENTENCES:
+        return f"cite_sentences: {len(event.get('added', []))} sentence(s) cited"
     if step == Step.CITE_FIGURES:
         added = ", ".join(f"{a['figure']} → {marker(a['passage'])}" for a in event.get("added", []))
         return f"cite_figures: {added}"

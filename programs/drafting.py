@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.answering.extractive import ComposedAnswer, compose_answer, never_mentioned, quoted_evidence
 from pipeline.answering.figure_citations import cite_figure_sources
+from pipeline.answering.sentence_citations import cite_sentence_sources
 from pipeline.answers import AgentAnswer, Outcome
 from pipeline.citations import cited_numbers
 from pipeline.errors import UnreadableReplyError
@@ -59,7 +60,7 @@ class Drafting:
                 await run.step(Step.GENERATE_SKIPPED, reason="these passages were already tried")
             else:
                 tried.add(attempt)
-                reply = await self._cite_figure_sources(await self._generate(passages), passages)
+                reply = await self._cite_sources(await self._generate(passages), passages)
                 composed = await self._compose(reply, passages)
                 if composed.kind == "not_in_documents":
                     return await self._final(composed, "not_in_documents", passages)
@@ -122,12 +123,19 @@ class Drafting:
         await run.step(Step.GENERATE, answer=answer, passages=len(passages))
         return answer
 
-    async def _cite_figure_sources(self, answer: str, passages: list[Passage]) -> str:
-        """The answer with a citation added for each figure it takes from a passage it does not
-        cite (:mod:`pipeline.answering.figure_citations`); unchanged without the figure check."""
+    async def _cite_sources(self, answer: str, passages: list[Passage]) -> str:
+        """The answer with its sources cited: each sentence of an answer that cites nothing gets
+        the passage that carries its words (:mod:`pipeline.answering.sentence_citations`), then
+        each figure it takes from a passage it does not cite gets that passage
+        (:mod:`pipeline.answering.figure_citations`; only with the figure check)."""
+        evidence = [f"{p.evidence_label()}\n{p.text}" for p in passages]
+        answer, sentences = cite_sentence_sources(answer, evidence, self.run.question)
+        if sentences:
+            await self.run.step(
+                Step.CITE_SENTENCES, added=[{"sentence": a.sentence, "passage": a.passage} for a in sentences]
+            )
         if not self.agent.settings.figure_check:
             return answer
-        evidence = [f"{p.evidence_label()}\n{p.text}" for p in passages]
         cited, added = cite_figure_sources(answer, evidence, cited_numbers(answer, len(passages)))
         if added:
             await self.run.step(

@@ -187,6 +187,20 @@ def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_its_unit_i
     assert result.outcome == "answered" and len(model.history) == 1
 
 
+def test_an_answer_citing_nothing_is_cited_to_the_passage_its_words_come_from():
+    """The embedded model seldom writes [n]: the passage a sentence copies is cited for it, so
+    the reader can open that page and the quote comes from it."""
+    hits = [
+        SearchHit(chunk(1, "The helium compressor is serviced by the site engineers."), 0.9),
+        SearchHit(chunk(2, "The cryostat is warmed up every six months by the cryogenics group."), 0.8),
+    ]
+    model = lm({"answer": "The cryogenics group warms it up every six months."})
+    result, events = run(agent(), model, ScriptedRetriever(hits))
+    assert result.answer == "The cryogenics group warms it up every six months [2]."
+    assert [c.passage_id for c in result.citations] == ["doc-0002"] and "cite_sentences" in events
+    assert [q.text for q in result.evidence] == [hits[1].chunk.text]
+
+
 def test_a_yes_that_its_own_quote_contradicts_is_dropped():
     """Seen on a kept-aside manual-qa question: "Yes, an NTSB accident report like this one can be
     used as evidence in a lawsuit" printed above the quote that precludes it."""
