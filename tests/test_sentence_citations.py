@@ -38,7 +38,7 @@ def test_a_sentence_in_the_models_own_words_stays_uncited():
 
 def test_of_two_passages_that_carry_a_sentence_equally_the_higher_ranked_is_cited():
     answer = "The duration of every completed statement is logged."
-    cited, added = cite_sentence_sources(answer, EVIDENCE[1:], QUESTION)
+    cited, _ = cite_sentence_sources(answer, EVIDENCE[1:], QUESTION)
     assert cited == "The duration of every completed statement is logged [1]."
 
 
@@ -58,7 +58,8 @@ def test_code_is_never_cited_inside_only_the_sentence_that_introduces_it():
         "Set log_min_duration_statement, the duration of each completed statement [2]:\n```\n"
     )
     assert cited.endswith(
-        "```\nlog_min_duration_statement = 500ms\n```\nRun ```sudo pg_ctlcluster 15 main reload completed statement duration```"
+        "```\nlog_min_duration_statement = 500ms\n```\n"
+        "Run ```sudo pg_ctlcluster 15 main reload completed statement duration```"
     )
     assert [a.passage for a in added] == [2]
     event = {
