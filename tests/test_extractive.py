@@ -814,16 +814,3 @@ def test_a_heading_the_chunk_carries_as_a_sentence_is_never_quoted():
     pieces = tuple(ContextPiece(chunk, u.text, 1.0, unit=u) for u in (heading, sentence))
     units = quote_candidates([Passage(chunk, pieces)])
     assert [u.text for u in units] == ["All parameter names are case-insensitive."]
-
-
-def test_the_unit_that_best_answers_the_question_stands_under_an_answer_that_filled_the_room():
-    """Seen on techdocs: a long answer's own quote took the room, and the manual's sentence that
-    answers the question ("apt full-upgrade or apt-get dist-upgrade is recommended") was not shown."""
-    evidence = passages(
-        "aptitude offers an enhanced regex based search on all of the package metadata.",
-        'The use of "apt full-upgrade" or "apt-get dist-upgrade" is recommended for the release upgrade.',
-    )
-    question = "For the release upgrade, should we use apt or apt-get?"
-    answer = "Use aptitude, which offers an enhanced regex based search on all of the package metadata [1]."
-    quotes = answering_quotes(question, answer, evidence, cited={1}, chars=60)
-    assert [q.n for q in quotes] == [1, 2]

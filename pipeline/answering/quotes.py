@@ -200,10 +200,7 @@ def answering_quotes(
 
     Together they hold about ``chars`` characters: a long unit is cut to its sentences that
     answer (:func:`pipeline.answering.quotes.excerpt`), and no further quote is added once less than
-    ``MIN_QUOTE_CHARS`` of the room is left, except the unit that best matches the question (2.):
-    under a long answer whose own quote took the room, it is what shows the user the documents'
-    answer to what they asked (on the techdocs tune half, whole-reply phrases 0.435 -> 0.464,
-    reply p50 464 -> 493 characters). A unit that matches nothing fills no slot.
+    ``MIN_QUOTE_CHARS`` of the room is left. A unit that matches nothing fills no slot.
     """
     units = quote_candidates(passages) if units is None else units
     if not units or limit <= 0:
@@ -212,9 +209,9 @@ def answering_quotes(
     whole: list[QuoteCandidate] = []  # the chosen units before they were cut
     room = chars
 
-    def add(found: Sequence[QuoteCandidate], granted: bool = False) -> bool:
+    def add(found: Sequence[QuoteCandidate]) -> bool:
         nonlocal room
-        if not found or len(chosen) >= limit or (chosen and room < MIN_QUOTE_CHARS and not granted):
+        if not found or len(chosen) >= limit or (chosen and room < MIN_QUOTE_CHARS):
             return False
         quote = excerpt(found[0], f"{question}\n{answer}", max(room, MIN_QUOTE_CHARS))
         room -= len(readable_unit(quote))  # as shown: a table row with its column labels
@@ -228,17 +225,16 @@ def answering_quotes(
         fallback: bool = False,
         same_source: str = "",
         given: Collection[str] = (),
-        granted: bool = False,
     ) -> bool:
         rest = [u for u in units if u not in whole and (not same_source or u.source == same_source)]
         if not text.strip() or not rest:
             return False
-        return add(best_matches(text, rest, pool, fallback=fallback, given_figures=given), granted)
+        return add(best_matches(text, rest, pool, fallback=fallback, given_figures=given))
 
     everything = range(1, len(passages) + 1)
     if answer:
         best(answer, cited or everything, given=figures(question))
-    if best(question, everything, fallback=not chosen, granted=True):
+    if best(question, everything, fallback=not chosen):
         source = whole[-1].source
         while True:
             covered = set().union(*(content_words(f"{c.text}\n{c.table_header}") for c in whole))
