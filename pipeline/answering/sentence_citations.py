@@ -21,6 +21,7 @@ each of the sentence's figures.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,10 +52,7 @@ def cite_sentence_sources(
     if has_markers(answer) or not evidence:
         return answer, []
     terms = [set(analyze(text)) for text in evidence]
-    holding: dict[str, int] = {}
-    for passage_terms in terms:
-        for term in passage_terms:
-            holding[term] = holding.get(term, 0) + 1
+    holding = Counter(term for passage_terms in terms for term in passage_terms)
     asked = set(analyze(question))
     added: list[SentenceCitation] = []
     start = 0
@@ -62,25 +60,24 @@ def cite_sentence_sources(
         at = answer.find(sentence, start)
         if at < 0 or is_code_block(sentence) or _FENCE in sentence:  # a block begun inside a line
             continue
-        start = at + len(sentence)
+        written = sentence
         passage = _carrier(sentence, asked, terms, holding, len(evidence))
-        if passage is None:
-            continue
-        cited = _with_marker(sentence, passage)
-        answer = answer[:at] + cited + answer[start:]
-        start = at + len(cited)
-        added.append(SentenceCitation(" ".join(sentence.split()[:8]), passage))
+        if passage is not None:
+            written = _with_marker(sentence, passage)
+            answer = answer[:at] + written + answer[at + len(sentence) :]
+            added.append(SentenceCitation(" ".join(sentence.split()[:8]), passage))
+        start = at + len(written)
     return answer, added
 
 
 def _carrier(
-    sentence: str, asked: set[str], terms: Sequence[set[str]], holding: dict[str, int], passages: int
+    sentence: str, asked: set[str], terms: Sequence[set[str]], holding: Counter[str], passages: int
 ) -> int | None:
     """The number of the passage that carries ``sentence``'s new words, or None (see the module)."""
     new = {t for t in analyze(blank_markers(sentence)) if t not in asked and not t[0].isdigit()}
     weight = {t: math.log((passages + 1) / (holding[t] + 0.5)) for t in new if t in holding}
     total = sum(weight.values()) + math.log((passages + 1) / 0.5) * len(new - weight.keys())
-    if len(weight) < MIN_CARRIED_WORDS or total <= 0:
+    if len(weight) < MIN_CARRIED_WORDS:
         return None
     best, best_value = None, 0.0
     for n, passage_terms in enumerate(terms, start=1):
@@ -88,7 +85,7 @@ def _carrier(
         value = sum(weight[t] for t in shared)
         if len(shared) >= MIN_CARRIED_WORDS and value > best_value:
             best, best_value = n, value
-    return best if best is not None and best_value >= CARRIED_SHARE * total else None
+    return best if best_value >= CARRIED_SHARE * total else None
 
 
 def _with_marker(sentence: str, passage: int) -> str:
