@@ -13,7 +13,8 @@ unit (:mod:`index_build.evidence`).
 
 The pieces of one paragraph with inline code or links (docling's inline groups) are joined
 into one block, without a space inside brackets or before punctuation. A page's navigation
-bars are left out (:func:`navigation_links`).
+bars are left out (:func:`navigation_links`), and a table keeps its words, not its links'
+targets or its cells' padding (:func:`readable_table`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,14 @@ from index_build.document import Block, ParsedDocument
 DESCRIPTION_LIST = "description list"  # docling's name for the list group of an HTML <dl>
 DESCRIPTIONS = "descriptions"  # and for the group of a term's <dd> descriptions
 TERM_SEPARATOR = " — "
-_LINK = re.compile(r"^\[([^\]]*)\]\([^)]*\)$")
+_LINK = re.compile(r"^\[([^\]]*)\]\(([^)]*)\)$")
+_ABSOLUTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//)", re.IGNORECASE)  # a link to another site
 _IMAGE_MARK = "<!-- image -->"  # docling's Markdown for an image
 _IMAGE = re.compile(rf"^(.*?)\s*{re.escape(_IMAGE_MARK)}$")
 _NAVIGATION_ROWS = 3
+_LINK_IN_TEXT = re.compile(r"!?\[([^\]]*)\]\((?:[^()\s]|\([^()\s]*\))*\)")
+_PADDING = re.compile(r"[ \t]{2,}")
+_RULE = re.compile(r"-{3,}")
 _NO_SPACE_BEFORE = tuple(",.;:!?)]")
 _NO_SPACE_AFTER = tuple("([")
 
@@ -64,7 +69,7 @@ def docling_to_parsed(doc: Any, fallback_title: str) -> ParsedDocument:
             if links:
                 navigation |= links
             elif markdown:
-                blocks.add(Block("table", markdown.replace(_IMAGE_MARK, ""), page))
+                blocks.add(Block("table", readable_table(markdown.replace(_IMAGE_MARK, "")), page))
         elif isinstance(item, TextItem):
             if item.label in (DocItemLabel.PAGE_HEADER, DocItemLabel.PAGE_FOOTER):
                 continue
@@ -100,16 +105,45 @@ def navigation_links(markdown: str) -> set[str]:
     neighbours' titles): the same words on hundreds of pages, no evidence of anything. A table
     of at most ``_NAVIGATION_ROWS`` rows, at least two distinct links (or linked images) and at least half of
     its cells links is such a bar; its link labels, repeated as loose words beside it, are left
-    out too.
+    out too. A bar links pages of its own site: a link to another site (the Debian Reference's
+    two-package tables link each package's page, popularity and size) is content.
     """
     rows = [line for line in markdown.splitlines() if set(line) - set("|-: ")]
     cells = [c.strip() for line in rows for c in line.strip().strip("|").split("|")]
     cells = [c for c in cells if c]
-    links = [found.group(1).strip() for c in cells if (found := _LINK.match(c) or _IMAGE.match(c))]
+    links = [label for label in map(_local_link_label, cells) if label is not None]
     labels = {label.lower() for label in links if label}
     if len(rows) > _NAVIGATION_ROWS or len(labels) < 2 or len(links) * 2 < len(cells):
         return set()
     return labels
+
+
+def readable_table(markdown: str) -> str:
+    """A Markdown table as its words: each link as its label, each cell without its padding.
+
+    docling writes an HTML table's links as Markdown links and pads every cell to its column's
+    width. In the Debian Reference's package tables a row is three links (the package's page,
+    its popularity graph, its size report) and a description: ``| [`fail2ban`](http://packages
+    .debian.org/sid/fail2ban) | [V:111, I:125](http://qa.debian.org/popcon-graph.php?...) | ...
+    | ban IPs that cause multiple authentication errors |`` padded with spaces. Link targets are
+    no words of the document: they fill the embedder's 256-token window, add "http", "org" and
+    "php" to BM25, and take the room of other evidence in the LLM's token budget (on the Debian
+    Reference they were 15 % of all characters). The citation links the document itself.
+    """
+    lines = []
+    for line in markdown.splitlines():
+        line = _PADDING.sub(" ", _LINK_IN_TEXT.sub(lambda found: found.group(1).strip(), line))
+        lines.append(_RULE.sub("---", line) if not set(line) - set("|-: ") else line)
+    return "\n".join(lines)
+
+
+def _local_link_label(cell: str) -> str | None:
+    """The label of a cell that is one link within the site (or one linked image), else None."""
+    link = _LINK.match(cell)
+    if link is not None:
+        return None if _ABSOLUTE.match(link.group(2).strip()) else link.group(1).strip()
+    image = _IMAGE.match(cell)
+    return image.group(1).strip() if image is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,3 +83,54 @@ def test_a_navigation_bar_is_a_small_table_of_links_and_a_real_table_of_links_is
     assert navigation_links(index) == set(), "an index of many rows is content"
     facts = "| Parameter | Default |\n|---|---|\n| [work_mem](a.html) | 4MB |"
     assert navigation_links(facts) == set(), "one link among facts"
+    packages = (
+        "| package | popcon |\n|---|---|\n| [`pwgen`](http://packages.debian.org/sid/pwgen) |"
+        " [V:1](http://qa.debian.org/popcon-graph.php?packages=pwgen) |\n"
+        "| [`makepasswd`](https://packages.debian.org/sid/makepasswd) | [V:0](//qa.debian.org/m) |"
+    )
+    assert navigation_links(packages) == set(), "links to another site are content, not a bar"
+
+
+def _package_row(package: str, popcon: str, size: str, description: str) -> str:
+    """One row of a Debian Reference package table, as the manual's HTML writes it."""
+    site = "http://packages.debian.org/sid"
+    return (
+        f'<tr><td><a class="ulink" href="{site}/{package}"> <code class="literal">{package}</code> </a></td>'
+        f'<td><a class="ulink" href="http://qa.debian.org/popcon-graph.php?packages={package}">{popcon}</a></td>'
+        f'<td><a class="ulink" href="http://packages.qa.debian.org/{package}.html">{size}</a></td>'
+        f"<td> {description} </td></tr>"
+    )
+
+
+PACKAGE_TABLE = f"""<html><head><title>Chapter 4. Authentication</title></head><body>
+<h3>4.6.3. Extra security measures for the Internet</h3>
+<p>Use of the firewall policy together with the following tools may improve the security situation.</p>
+<table class="table" summary="List of tools to provide extra security measures" border="1">
+<thead><tr><th> package </th><th> popcon </th><th> size </th><th> description </th></tr></thead>
+<tbody>
+{_package_row("knockd", "V:0, I:3", "109", "small port-knock daemon")}
+{_package_row("fail2ban", "V:111, I:125", "2127", "ban IPs that cause multiple authentication errors")}
+{_package_row("libpam-shield", "V:0, I:0", "115", "lock out remote attackers trying password guessing")}
+</tbody></table></body></html>
+"""
+
+
+def test_a_table_keeps_its_words_not_its_links_targets_or_padding(tmp_path):
+    page = tmp_path / "ch04.en.html"
+    page.write_text(PACKAGE_TABLE)
+    document = DocumentConverter().convert(page)
+    [table] = [b.text for b in document.blocks if b.kind == "table"]
+    assert "http" not in table and "  " not in table, table
+    assert "| `fail2ban` | V:111, I:125 | 2127 | ban IPs that cause multiple authentication errors |" in table
+    chunked = chunk_pieces(
+        document,
+        doc_id="d",
+        collection="debian",
+        source=str(page),
+        tokenizer=WhitespaceTokenizer(),
+        options=ChunkingOptions(max_tokens=200),
+    )
+    rows = [u for u in document_units(document, chunked) if u.kind == "row"]
+    labels = [r.text.split(" | ")[0] for r in rows]
+    assert labels == ["| `knockd`", "| `fail2ban`", "| `libpam-shield`"], "each row is still a unit"
+    assert "package" in rows[0].table_header and "http" not in rows[1].text
