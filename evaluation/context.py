@@ -4,7 +4,8 @@ For every question of a question CSV (columns ``Question``, ``Source Docs``, ``A
 optionally ``Question Type``, as in the SEC 10-Q set), the hybrid retrieval takes
 ``context_candidates`` passages (searching only the documents the question names, as the
 service does), and each context strategy selects from them under each token budget; the
-``evidence`` strategy deepens into the needed documents first. Two pre-LLM measures, over
+``evidence`` strategy deepens into the needed documents first, and ``blend`` (the agent's
+own) gives the best passages whole and evidence units the rest. Two pre-LLM measures, over
 all questions and per question type:
 
 - gold-document recall: the share of questions with a passage of a gold document (the
@@ -67,6 +68,9 @@ STRATEGIES = (
     Strategy("fps-0.5", {"selection": "fps", "order": "score", "fps_weight": 0.5}),
     Strategy("sentences+cluster", {"selection": "sentences", "order": "cluster"}),
     Strategy("evidence", {"selection": "evidence", "order": "document"}),
+    # The agent's own context (context.selection's default): without it the bench measured
+    # every selection but the one the answers read.
+    Strategy("blend", {"selection": "blend", "order": "document"}),
 )
 
 

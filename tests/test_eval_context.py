@@ -87,7 +87,7 @@ def test_eval_context_reports_every_strategy_and_budget(tmp_path, capsys):
     assert report["questions"] == 2 and report["index"]["documents"] == 2
     assert {r["question_type"] for r in report["runs"]} == {"all"}, "the result: every question"
     runs = {(r["strategy"], r["budget"]): r for r in report["runs"]}
-    strategies = ["topk", "mmr-0.7", "mmr-0.5", "fps-0.5", "sentences+cluster", "evidence"]
+    strategies = ["topk", "mmr-0.7", "mmr-0.5", "fps-0.5", "sentences+cluster", "evidence", "blend"]
     assert set(runs) == {(s, b) for s in strategies for b in (64, 400)}
     # The breakdown per type is kept apart, so that no one reads a type's row as the result.
     assert {r["question_type"] for r in report["runs_by_question_type"]} == {"Single-Doc"}
