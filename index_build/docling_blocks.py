@@ -108,7 +108,7 @@ def navigation_links(markdown: str) -> set[str]:
     out too. A bar links pages of its own site: a link to another site (the Debian Reference's
     two-package tables link each package's page, popularity and size) is content.
     """
-    rows = [line for line in markdown.splitlines() if set(line) - set("|-: ")]
+    rows = [line for line in markdown.splitlines() if not _is_rule(line)]
     cells = [c.strip() for line in rows for c in line.strip().strip("|").split("|")]
     cells = [c for c in cells if c]
     links = [label for label in map(_local_link_label, cells) if label is not None]
@@ -133,8 +133,13 @@ def readable_table(markdown: str) -> str:
     lines = []
     for line in markdown.splitlines():
         line = _PADDING.sub(" ", _LINK_IN_TEXT.sub(lambda found: found.group(1).strip(), line))
-        lines.append(_RULE.sub("---", line) if not set(line) - set("|-: ") else line)
+        lines.append(_RULE.sub("---", line) if _is_rule(line) else line)
     return "\n".join(lines)
+
+
+def _is_rule(line: str) -> bool:
+    """Whether a Markdown table line is the rule under its header (``|---|:--|``), not a row."""
+    return not set(line) - set("|-: ")
 
 
 def _local_link_label(cell: str) -> str | None:

@@ -42,6 +42,19 @@ SHOW random_page_cost;</pre>
 """
 
 
+def _units(document, page):
+    """The evidence units of a converted page, chunked as the index chunks it."""
+    chunked = chunk_pieces(
+        document,
+        doc_id="d",
+        collection="docs",
+        source=str(page),
+        tokenizer=WhitespaceTokenizer(),
+        options=ChunkingOptions(max_tokens=200),
+    )
+    return document_units(document, chunked)
+
+
 def test_a_definition_and_a_code_block_are_each_one_block_and_navigation_is_left_out(tmp_path):
     page = tmp_path / "runtime-config-query.html"
     page.write_text(PAGE)
@@ -57,15 +70,7 @@ def test_a_definition_and_a_code_block_are_each_one_block_and_navigation_is_left
     every = "\n".join(b.text for b in document.blocks)
     assert "Prev" not in every and "runtime-config-logging.html" not in every, "no navigation bar"
 
-    chunked = chunk_pieces(
-        document,
-        doc_id="d",
-        collection="pg",
-        source=str(page),
-        tokenizer=WhitespaceTokenizer(),
-        options=ChunkingOptions(max_tokens=200),
-    )
-    units = [u.text for u in document_units(document, chunked)]
+    units = [u.text for u in _units(document, page)]
     assert entries[1] in units, "a parameter's entry is one evidence unit: its default says of what"
     assert entries[2] in units
 
@@ -122,15 +127,7 @@ def test_a_table_keeps_its_words_not_its_links_targets_or_padding(tmp_path):
     [table] = [b.text for b in document.blocks if b.kind == "table"]
     assert "http" not in table and "  " not in table, table
     assert "| `fail2ban` | V:111, I:125 | 2127 | ban IPs that cause multiple authentication errors |" in table
-    chunked = chunk_pieces(
-        document,
-        doc_id="d",
-        collection="debian",
-        source=str(page),
-        tokenizer=WhitespaceTokenizer(),
-        options=ChunkingOptions(max_tokens=200),
-    )
-    rows = [u for u in document_units(document, chunked) if u.kind == "row"]
+    rows = [u for u in _units(document, page) if u.kind == "row"]
     labels = [r.text.split(" | ")[0] for r in rows]
     assert labels == ["| `knockd`", "| `fail2ban`", "| `libpam-shield`"], "each row is still a unit"
     assert "package" in rows[0].table_header and "http" not in rows[1].text
