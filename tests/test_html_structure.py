@@ -131,3 +131,68 @@ def test_a_table_keeps_its_words_not_its_links_targets_or_padding(tmp_path):
     labels = [r.text.split(" | ")[0] for r in rows]
     assert labels == ["| `knockd`", "| `fail2ban`", "| `libpam-shield`"], "each row is still a unit"
     assert "package" in rows[0].table_header and "http" not in rows[1].text
+
+
+EXPLAIN_PAGE = """<html><head><title>F.7. bloom</title></head><body>
+<h2>F.7.2. Examples</h2>
+<p>A sequential scan takes long on this table:</p>
+<pre class="programlisting">=# EXPLAIN ANALYZE SELECT * FROM tbloom WHERE i2 = 898732 AND i5 = 123451;
+                         QUERY PLAN
+------------------------------------------------------------------
+ Seq Scan on tbloom  (cost=0.00..213744.00 rows=2 width=24)
+   Filter: ((i2 = 898732) AND (i5 = 123451))
+   Rows Removed by Filter: 10000000
+ Planning Time: 0.138 ms
+ Execution Time: 351.035 ms
+(5 rows)</pre>
+</body></html>
+"""
+
+
+def test_a_code_block_longer_than_a_chunk_is_cut_between_its_lines_and_each_piece_is_one_unit(tmp_path):
+    page = tmp_path / "bloom.html"
+    page.write_text(EXPLAIN_PAGE)
+    document = DocumentConverter().convert(page)
+    chunked = chunk_pieces(
+        document,
+        doc_id="d",
+        collection="docs",
+        source=str(page),
+        tokenizer=WhitespaceTokenizer(),
+        options=ChunkingOptions(
+            max_tokens=30, min_body_tokens=8, overlap_tokens=0, adjacent_overlap_tokens=0
+        ),
+    )
+    code = [p for _, pieces in chunked for p in pieces if "Seq Scan" in p.text or "Planning" in p.text]
+    assert len(code) >= 2, "the block is longer than a chunk"
+    assert all(p.kind == "entry" for p in code), "each piece of the code block is still an entry"
+    lines = {line for p in code for line in p.text.split("\n")}
+    assert " Planning Time: 0.138 ms" in lines, "the cut falls between lines, not inside one"
+    units = [u.text for u in document_units(document, chunked)]
+    assert "Planning Time: 0.138 ms" not in units, "no line of output is a sentence of its own"
+    assert any("Planning Time: 0.138 ms" in u and "Execution Time" in u for u in units), "lines stay together"
+
+
+CONTENTS_PAGE = """<html><head><title>Chapter 11. Indexes</title></head><body>
+<h1>Chapter 11. Indexes</h1>
+<div class="toc"><p><strong>Table of Contents</strong></p><dl class="toc">
+<dt><span class="sect1"><a href="indexes-intro.html">11.1. Introduction</a></span></dt>
+<dt><span class="sect1"><a href="indexes-types.html">11.2. Index Types</a></span></dt>
+<dd><dl><dt><span class="sect2"><a href="indexes-types.html#BTREE">11.2.1. B-Tree</a></span></dt>
+<dt><span class="sect2"><a href="indexes-types.html#BRIN">11.2.6. BRIN</a></span></dt></dl></dd>
+</dl></div>
+<p>Indexes are a common way to enhance database performance.</p>
+<dl class="variablelist"><dt><span class="term">11.2. Index Types</span></dt>
+<dd><p>A term that reads like a section number is kept when it has a description.</p></dd></dl>
+</body></html>
+"""
+
+
+def test_a_table_of_contents_is_no_evidence_and_the_page_keeps_its_text(tmp_path):
+    page = tmp_path / "indexes.html"
+    page.write_text(CONTENTS_PAGE)
+    document = DocumentConverter().convert(page)
+    texts = [b.text for b in document.blocks]
+    assert not any(t.startswith(("11.1.", "11.2.1.", "11.2.6.", "Table of Contents")) for t in texts), texts
+    assert "Indexes are a common way to enhance database performance." in texts
+    assert any(t.startswith("11.2. Index Types — A term") for t in texts), "a described entry stays"
