@@ -163,6 +163,37 @@ def test_the_dev_sets_benchmark_scores_the_agent_beside_the_plain_call_half_by_h
     assert all(row["unstated_figures"] == [] for row in rows)
 
 
+def test_a_plain_call_that_times_out_is_that_questions_failure_not_the_runs_end(tmp_path, monkeypatch):
+    import dspy
+    from dspy.utils import DummyLM
+    from dspy.utils.exceptions import LMTimeoutError
+
+    from evaluation.benchmarks.dev_sets import DevSet, bench_dev_sets
+    from server.settings import load_settings
+
+    class FirstCallTimesOut(DummyLM):
+        """The server gives up on the first call (as a busy llama.cpp does), then answers."""
+
+        calls = 0
+
+        async def aforward(self, prompt=None, messages=None, **kwargs):
+            FirstCallTimesOut.calls += 1
+            if FirstCallTimesOut.calls == 1:
+                raise LMTimeoutError("timed out", model="embedded")
+            return await super().aforward(prompt=prompt, messages=messages, **kwargs)
+
+    monkeypatch.chdir(tmp_path)
+    dataset = write_dataset(tmp_path / "mini")
+    mini = DevSet("mini", dataset / "questions.csv", dataset / "docs", "figures")
+    model = FirstCallTimesOut([{"answer": "Globex revenue was 98,765 [1]."}], adapter=dspy.JSONAdapter())
+    bench_dev_sets(
+        load_settings(), [mini], systems=("plain",), lm=model, cache_dir=tmp_path / "cache", out=tmp_path
+    )
+    rows = [json.loads(line) for line in (tmp_path / "answers_mini.jsonl").read_text().splitlines()]
+    assert [row["outcome"] for row in rows] == ["llm_unavailable", "answered"]
+    assert rows[0]["answer"] == "" and rows[0]["own"] == 0 and rows[1]["own"] == 1
+
+
 def test_a_runs_drafts_replayed_through_todays_code_give_the_runs_answers(tmp_path, monkeypatch):
     import dspy
     from dspy.utils import DummyLM

@@ -68,10 +68,12 @@ from evaluation.questions import Question, dataset_docs, load_questions, phrases
 from pipeline.answering.rule_packs.reporting_periods.ratios import derived_figures
 from pipeline.answers import AgentAnswer
 from pipeline.citations import cited_numbers
+from pipeline.errors import LLMUnavailableError, UnreadableReplyError
 from pipeline.figures import all_numbers, figures, stated_figures
 from pipeline.retrieval.context import Passage
 from pipeline.steps import Step
-from programs.agent import number_passages
+from programs.agent import answer_of_a_cut_reply, number_passages
+from programs.llm_calls import LLMCalls
 from server.service import open_service
 from server.settings import Settings
 
@@ -244,10 +246,19 @@ async def _ask_plain(service: Any, text: str, history: tuple[str, str] | None) -
     asked = (
         f"Earlier question: {history[0]}\nEarlier answer: {history[1]}\nQuestion: {text}" if history else text
     )
+    # The same bounded call as the agent's (settings.llm.timeout_s): a call that times out or
+    # cannot be read is this question's failure, scored as a reply without facts, not the run's end.
+    outcome = "answered"
     with dspy.context(**await service.dspy_settings()):
-        answer = (
-            await dspy.Predict(PlainAnswer).acall(question=asked, passages=number_passages(passages))
-        ).answer
+        try:
+            prediction, _ = await LLMCalls(service.settings.llm.timeout_s).ask(
+                dspy.Predict(PlainAnswer), {"question": asked, "passages": number_passages(passages)}
+            )
+            answer = prediction.answer
+        except UnreadableReplyError as exc:
+            answer = answer_of_a_cut_reply(exc.reply)  # the agent keeps a cut reply's sentences too
+        except LLMUnavailableError:
+            answer, outcome = "", "llm_unavailable"
     cited = cited_numbers(answer, len(passages))
     return Reply(
         answer,
@@ -257,7 +268,7 @@ async def _ask_plain(service: Any, text: str, history: tuple[str, str] | None) -
         time.perf_counter() - started,
         None,
         1,
-        "answered",
+        outcome,
         [],
     )
 
