@@ -37,6 +37,14 @@ def test_a_refusal_is_read_from_the_answer_not_from_the_documents_it_quotes():
     assert not says_not_answered("pg_dump does not include the roles.")
     assert not says_not_answered("PostgreSQL does not provide the software to detect a failed primary.")
     assert not says_not_answered("The table does not include a primary key; the statement does not list it.")
+    assert says_not_answered("The exact release is not specified [2].")
+    assert says_not_answered("This information is not available in the provided passages.")
+    assert not says_not_answered("If the port is not specified, 5432 is used [1].")
+    assert not says_not_answered(
+        "The index is not used because LIKE needs the C collation, which is not available in the "
+        "current locale (en_US.UTF-8)."
+    ), "what the documents say is not available is an answer"
+    assert not says_not_answered("bash prints 'command not found' when the package is not installed.")
     quoted = (
         "The probable cause was misjudged clearance [1].\n"
         "“The wreckage did not reveal any malfunction; no information was given.” [1]"

@@ -21,6 +21,11 @@ _DOCUMENTS = (
     r"(?:documents?|passages?|context|excerpts?|evidence|sources?|reports?|filings?|manuals?|guides?"
     r"|protocols?|financial\s+statements?|(?:given|provided|above)\s+(?:text|information|tables?|sections?))"
 )
+# "not specified" or "not available" is a refusal only when said of the documents or as the
+# sentence's end ("The port is not specified."); "If the port is not specified, 5432 is used" and
+# "the C collation, which is not available in this locale" are answers (a first sentence read as
+# a refusal threw a whole answer away).
+_SAID = r"(?:specified|provided|given|found|listed|available|included|described|documented)"
 _DOCUMENT_VERBS = (
     r"(?:say|state|answer|contain|mention|specify|provide|include|give|find|list|name|identify|disclose)"
 )
@@ -29,7 +34,9 @@ _REFUSAL = re.compile(
     rf"{_DOCUMENT_VERBS}"
     r"|\b(?:I|we)\s+(?:do\s+not|don't|did\s+not|cannot|could\s+not|can't|am\s+unable\s+to)\s+"
     r"(?:say|answer|find|tell|determine|identify)\b"
-    r"|\bnot\s+(?:stated|mentioned|specified|provided|given|found|disclosed|listed|available)\b"
+    r"|\bnot\s+(?:stated|mentioned|disclosed)\b"
+    rf"|\bnot\s+{_SAID}\s+(?:in|by|within)\s+(?:the\s+|any\s+|these\s+)?(?:given\s+|provided\s+)?{_DOCUMENTS}"
+    rf"|\b(?:is|are|was|were)\s+not\s+{_SAID}(?=\s*(?:\[\d+\]\s*)*(?:[.!]|$))"
     r"|\bno\s+(?:information|mention|details?)\b",
     re.IGNORECASE,
 )
