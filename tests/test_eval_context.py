@@ -192,6 +192,7 @@ def test_a_plain_call_that_times_out_is_that_questions_failure_not_the_runs_end(
     rows = [json.loads(line) for line in (tmp_path / "answers_mini.jsonl").read_text().splitlines()]
     assert [row["outcome"] for row in rows] == ["llm_unavailable", "answered"]
     assert rows[0]["answer"] == "" and rows[0]["own"] == 0 and rows[1]["own"] == 1
+    assert [row["refused"] for row in rows] == [True, False], "a failed call answers nothing"
 
 
 def test_a_runs_drafts_replayed_through_todays_code_give_the_runs_answers(tmp_path, monkeypatch):

@@ -319,7 +319,8 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
         "context": found(question, "\n".join(reply.context), measure, lenient=True),
         "context_chars": sum(len(c) for c in reply.context),
         "gold_cited": question.gold_found(reply.sources) if question.answerable else None,
-        "refused": says_not_answered(own),
+        # A reply the LLM never wrote answers nothing: counted with the refusals, never hidden.
+        "refused": reply.outcome == "llm_unavailable" or says_not_answered(own),
         "unstated_figures": sorted(unstated_in_answer(reply)),
         "seconds": round(reply.seconds, 3),
         "first_evidence_s": round(reply.first_evidence_s, 3) if reply.first_evidence_s is not None else None,
