@@ -42,17 +42,21 @@ SHOW random_page_cost;</pre>
 """
 
 
-def _units(document, page):
-    """The evidence units of a converted page, chunked as the index chunks it."""
-    chunked = chunk_pieces(
+def _chunked(document, page, options=ChunkingOptions(max_tokens=200)):
+    """A converted page's chunks and their pieces, chunked as the index chunks it."""
+    return chunk_pieces(
         document,
         doc_id="d",
         collection="docs",
         source=str(page),
         tokenizer=WhitespaceTokenizer(),
-        options=ChunkingOptions(max_tokens=200),
+        options=options,
     )
-    return document_units(document, chunked)
+
+
+def _units(document, page):
+    """The evidence units of a converted page, chunked as the index chunks it."""
+    return document_units(document, _chunked(document, page))
 
 
 def test_a_definition_and_a_code_block_are_each_one_block_and_navigation_is_left_out(tmp_path):
@@ -153,16 +157,8 @@ def test_a_code_block_longer_than_a_chunk_is_cut_between_its_lines_and_each_piec
     page = tmp_path / "bloom.html"
     page.write_text(EXPLAIN_PAGE)
     document = DocumentConverter().convert(page)
-    chunked = chunk_pieces(
-        document,
-        doc_id="d",
-        collection="docs",
-        source=str(page),
-        tokenizer=WhitespaceTokenizer(),
-        options=ChunkingOptions(
-            max_tokens=30, min_body_tokens=8, overlap_tokens=0, adjacent_overlap_tokens=0
-        ),
-    )
+    small = ChunkingOptions(max_tokens=30, min_body_tokens=8, overlap_tokens=0, adjacent_overlap_tokens=0)
+    chunked = _chunked(document, page, small)
     code = [p for _, pieces in chunked for p in pieces if "Seq Scan" in p.text or "Planning" in p.text]
     assert len(code) >= 2, "the block is longer than a chunk"
     assert all(p.kind == "entry" for p in code), "each piece of the code block is still an entry"
