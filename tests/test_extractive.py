@@ -814,3 +814,24 @@ def test_a_heading_the_chunk_carries_as_a_sentence_is_never_quoted():
     pieces = tuple(ContextPiece(chunk, u.text, 1.0, unit=u) for u in (heading, sentence))
     units = quote_candidates([Passage(chunk, pieces)])
     assert [u.text for u in units] == ["All parameter names are case-insensitive."]
+
+
+def test_what_the_question_pastes_is_not_quoted_back_but_a_row_with_its_figures_is():
+    wraparound = passages(
+        'ERROR:  database is not accepting commands to avoid wraparound data loss in database "mydb"\n'
+        "HINT:  Stop the postmaster and vacuum that database in single-user mode.",
+        "Contrary to what the hint states, it is not necessary or desirable to stop the postmaster or "
+        "enter single user-mode in order to restore normal operation. Instead, resolve old prepared "
+        "transactions and drop stale replication slots.",
+    )
+    question = (
+        "prod says 'database is not accepting commands to avoid wraparound data loss' and the HINT says "
+        "stop the postmaster and vacuum in single-user mode. should we?"
+    )
+    quoted = " ".join(q.text for q in answering_quotes(question, "", wraparound))
+    assert "Contrary to what the hint states" in quoted
+    assert "HINT:" not in quoted and "ERROR:" not in quoted, "the user's own paste is no evidence"
+    from pipeline.answering.quotes import content_words, restates
+
+    row = QuoteCandidate(1, "/r.pdf", "| Employee Engagement Index - HUD | 61.40 | 62.00 |", "", 1, 1.0, 0)
+    assert not restates(content_words("HUD's employee engagement index target?"), row), "its figures answer"

@@ -43,7 +43,9 @@ from pipeline.answering.quotes import (
     QuoteCandidate,
     answering_quotes,
     best_matches,
+    content_words,
     quote_candidates,
+    restates,
 )
 from pipeline.answering.sentences import (
     LABEL_CHARS,
@@ -347,8 +349,10 @@ def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[
     evidence read (the unit quoted under the answer as answering the question: a "yes" printed
     above "... precludes its use as evidence" contradicts its own quote)."""
     everything = range(1, len(reading.passages) + 1)
+    asked = content_words(question)
+    units = [u for u in reading.units if not restates(asked, u)]  # the question's own words decide nothing
     for pool in (cited, everything):
-        best = best_matches(question, reading.units, pool, fallback=True)
+        best = best_matches(question, units, pool, fallback=True)
         if best and _NEGATION.search(best[0].text):
             return True
     return False

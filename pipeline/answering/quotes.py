@@ -168,6 +168,25 @@ def best_matches(
 
 
 QUOTE_LIMIT = 3  # quotes under an answer: each one that answers, never a dump of the context
+RESTATED_SHARE = 0.75  # of a unit's words in the question: the user's own text, pasted back
+MIN_RESTATED_WORDS = 4  # a shorter unit ("the default is 100") may well be all in the question
+
+
+def restates(asked: Collection[str], unit: QuoteCandidate) -> bool:
+    """Whether ``unit`` is what the question itself quotes (the error message or the hint a user
+    pasted, the clause they ask about), ``asked`` being the question's :func:`content_words`: it
+    is the question's premise, not evidence of its answer, and nothing to show the user again.
+    Matched against the question, it is the best match by construction ("HINT: Stop the
+    postmaster ..." for "the HINT says stop the postmaster ... is that really what we should
+    do?"), above the sentence that answers ("Contrary to what the hint states, it is not
+    necessary ..."). A unit with a figure is never one: its figures may be the answer (the row
+    "Employee Engagement Index - HUD | 61.40 | ..." for "HUD's employee engagement index target")."""
+    words = content_words(unit.text)
+    return (
+        len(words) >= MIN_RESTATED_WORDS
+        and len(words & set(asked)) >= RESTATED_SHARE * len(words)
+        and not figures(unit.text)
+    )
 
 
 QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
@@ -202,7 +221,8 @@ def answering_quotes(
     answer (:func:`pipeline.answering.quotes.excerpt`), and no further quote is added once less than
     ``MIN_QUOTE_CHARS`` of the room is left. A unit that matches nothing fills no slot.
     """
-    units = quote_candidates(passages) if units is None else units
+    asked = content_words(question)
+    units = [u for u in (quote_candidates(passages) if units is None else units) if not restates(asked, u)]
     if not units or limit <= 0:
         return []
     chosen: list[QuoteCandidate] = []
@@ -244,7 +264,6 @@ def answering_quotes(
                 or best(question, everything, same_source=source)
             ):
                 break
-    asked = content_words(question)
     strongest = sorted((u for u in units if u not in whole), key=lambda u: (-u.score, u.position))[:1]
     if strongest and strongest[0].score > max((u.score for u in whole), default=float("-inf")):
         add([u for u in strongest if content_words(u.text) & asked])
