@@ -36,7 +36,7 @@ _REFUSAL = re.compile(
     r"(?:say|answer|find|tell|determine|identify)\b"
     r"|\bnot\s+(?:stated|mentioned|disclosed)\b"
     rf"|\bnot\s+{_SAID}\s+(?:in|by|within)\s+(?:the\s+|any\s+|these\s+)?(?:given\s+|provided\s+)?{_DOCUMENTS}"
-    rf"|\b(?:is|are|was|were)\s+not\s+{_SAID}(?=\s*(?:\[\d+\]\s*)*(?:[.!]|$))"
+    rf"|\b(?:is|are|was|were)\s+not\s+{_SAID}(?=\s*(?:[.!]|$))"
     r"|\bno\s+(?:information|mention|details?)\b",
     re.IGNORECASE,
 )
@@ -88,7 +88,7 @@ def in_the_documents_words(answer: str, question: str, evidence: Sequence[str]) 
 def says_documents_do_not_answer(reply: str) -> bool:
     """Whether a reply says the evidence does not answer the question; the documents' own words
     quoted in it (“...”) are not the reply's ("the wreckage did not reveal ...")."""
-    return bool(_REFUSAL.search(_QUOTED.sub(" ", reply)))
+    return bool(_REFUSAL.search(blank_markers(_QUOTED.sub(" ", reply))))
 
 
 def answer_sentences(reply: str) -> list[str]:
