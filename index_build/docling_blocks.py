@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 from index_build.document import Block, ParsedDocument
@@ -112,19 +113,18 @@ def without_contents_lists(blocks: list[Block]) -> list[Block]:
     manuals' evidence units, no fact in any: matching a question by its title, they took the
     context's room and sent the citation to the chapter page instead of the section that answers.
     """
-    is_reference = [b.kind == "entry" and bool(_SECTION_REFERENCE.match(b.text)) for b in blocks]
+
+    def is_reference(i: int) -> bool:
+        return blocks[i].kind == "entry" and bool(_SECTION_REFERENCE.match(blocks[i].text))
+
     dropped: set[int] = set()
-    start = 0
-    while start < len(blocks):
-        end = start
-        while end < len(blocks) and is_reference[end]:
-            end += 1
-        if end - start >= 2:
-            dropped.update(range(start, end))
-            above = blocks[start - 1] if start else None
+    for referencing, run in groupby(range(len(blocks)), key=is_reference):
+        run = list(run)
+        if referencing and len(run) >= 2:
+            dropped.update(run)
+            above = blocks[run[0] - 1] if run[0] else None
             if above is not None and above.kind == "text" and len(above.text.split()) <= _LIST_TITLE_WORDS:
-                dropped.add(start - 1)
-        start = max(end, start + 1)
+                dropped.add(run[0] - 1)
     return [b for i, b in enumerate(blocks) if i not in dropped]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
 from pipeline.answers import Quote
@@ -172,7 +173,7 @@ RESTATED_SHARE = 0.75  # of a unit's words in the question: the user's own text,
 MIN_RESTATED_WORDS = 4  # a shorter unit ("the default is 100") may well be all in the question
 
 
-def restates(asked: Collection[str], unit: QuoteCandidate) -> bool:
+def restates(asked: AbstractSet[str], unit: QuoteCandidate) -> bool:
     """Whether ``unit`` is what the question itself quotes (the error message or the hint a user
     pasted, the clause they ask about), ``asked`` being the question's :func:`content_words`: it
     is the question's premise, not evidence of its answer, and nothing to show the user again.
@@ -184,7 +185,7 @@ def restates(asked: Collection[str], unit: QuoteCandidate) -> bool:
     words = content_words(unit.text)
     return (
         len(words) >= MIN_RESTATED_WORDS
-        and len(words & set(asked)) >= RESTATED_SHARE * len(words)
+        and len(words & asked) >= RESTATED_SHARE * len(words)
         and not figures(unit.text)
     )
 
