@@ -64,6 +64,8 @@ class Drafting:
                 composed = await self._compose(reply, passages)
                 if composed.kind == "not_in_documents":
                     return await self._final(composed, "not_in_documents", passages)
+                if composed.kind == "denied":  # the evidence says no to the draft's "yes": it is quoted
+                    return await self._final(composed, "unverified", passages)
                 if composed.kind == "answer" and await self.checks.passes(composed, passages, self.generated):
                     return await self._final(composed, "answered", passages)
                 failed += 1

@@ -218,6 +218,24 @@ def test_a_yes_that_its_own_quote_contradicts_is_dropped():
     assert "The report may not be used as evidence" in result.evidence[0].text
 
 
+def test_a_yes_denied_by_the_quote_under_it_ends_the_question_with_that_quote_and_no_retry():
+    """techdocs report #3: the unit that best matches the question says nothing either way, the
+    quote chosen under the answer says the opposite; the quote is the reply, and no second draft
+    is paid for (the same passages give the same "yes")."""
+    hits = [
+        SearchHit(chunk(1, "In earlier versions, it was sometimes necessary to stop the postmaster."), 0.9),
+        SearchHit(
+            chunk(2, "It is not necessary or desirable to stop the postmaster or enter single-user mode."),
+            0.8,
+        ),
+    ]
+    model = lm({"answer": "Yes, stop the postmaster and enter single-user mode to vacuum."})
+    asked = "The hint says stop the postmaster and vacuum. Is that what we should do?"
+    result, events = run(agent(), model, ScriptedRetriever(hits), asked)
+    assert result.outcome == "unverified" and len(model.history) == 1 and "sparse_fallback" not in events
+    assert result.evidence[0].text.startswith("It is not necessary or desirable")
+
+
 def test_the_model_saying_the_documents_do_not_say_is_the_answer_with_the_nearest_quotes():
     model = lm({"answer": "The documents do not say which pump the cryostat uses."})
     result, events = run(agent(), model, ScriptedRetriever(HITS), "Which vacuum pump does the cryostat use?")

@@ -53,8 +53,8 @@ def test_a_yes_against_the_documents_negation_is_dropped_and_the_document_quoted
         NTSB,
     )
     assert [d.reason for d in answer.dropped] == ["negation"]
-    assert answer.kind == "quotes" and answer.text.startswith(DOCUMENTS_SAY)
-    assert "precludes the admission into evidence" in shown(answer) and "[1]" in shown(answer)
+    assert answer.kind == "denied" and answer.text == DOCUMENTS_SAY
+    assert "precludes the admission into evidence" in answer.quotes[0].text and "[1]" in shown(answer)
 
 
 def test_a_vague_yes_that_names_nothing_from_the_evidence_is_not_an_answer():
@@ -835,3 +835,22 @@ def test_what_the_question_pastes_is_not_quoted_back_but_a_row_with_its_figures_
 
     row = QuoteCandidate(1, "/r.pdf", "| Employee Engagement Index - HUD | 61.40 | 62.00 |", "", 1, 1.0, 0)
     assert not restates(content_words("HUD's employee engagement index target?"), row), "its figures answer"
+
+
+def test_a_statement_the_document_sets_twice_is_quoted_once():
+    """Debian Reference's caution on debsums stands as text and again as a boxed table cell: the
+    three quote slots held it twice, and the sentence that answers was left out."""
+    caution = (
+        "Since the debsums package uses MD5 checksums stored locally, it can not be fully trusted as the "
+        "system security audit tool against malicious attacks."
+    )
+    evidence = passages(
+        f"{caution}\n\n[Caution] | {caution}\n\n"
+        "Because the MD5sum database may be tampered by the intruder, debsums is of limited use as a "
+        "security audit tool."
+    )
+    asked = "can I use debsums to check whether a box had its binaries tampered with?"
+    quotes = answering_quotes(asked, "", evidence)
+    texts = [q.text for q in quotes]
+    assert sum("can not be fully trusted" in t for t in texts) == 1
+    assert any("may be tampered by the intruder" in t for t in texts)

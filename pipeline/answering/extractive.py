@@ -18,6 +18,11 @@ keeps a sentence only if it can trace it to the evidence it cites:
    are a question (the user's echoed, or one asked back) and a sentence that gives a
    passage's label (its document, heading and page) as the answer.
 
+A "yes" answer whose quotes deny what it affirms ("Contrary to what the hint states, it is not
+necessary to stop the postmaster" under "Yes, the hint suggests stopping the server") is no
+answer either: the denying quote leads the quotes under "The documents say:"
+(:mod:`pipeline.answering.polarity`).
+
 The kept sentences are the answer's text, as the model wrote them (a procedure's steps keep
 their lines). Under it stand at most ``QUOTE_LIMIT`` quotes, each one unit of the evidence the
 model read in the document's own words (:func:`answering_quotes`): the unit that best carries
@@ -38,6 +43,7 @@ from typing import Literal
 
 from pipeline.answering.answer_rules import AnswerRules
 from pipeline.answering.names import unknown_names
+from pipeline.answering.polarity import NEGATION, YES, denying_quote
 from pipeline.answering.quotes import (
     QUOTE_LIMIT,
     QuoteCandidate,
@@ -63,7 +69,7 @@ from pipeline.citations import blank_markers, cited_numbers
 from pipeline.figures import unstated_figures, written_forms
 from pipeline.retrieval.context import Passage
 
-AnswerKind = Literal["answer", "quotes", "not_in_documents"]
+AnswerKind = Literal["answer", "quotes", "not_in_documents", "denied"]
 DropReason = Literal[
     "figure", "direction", "row", "column", "name", "negation", "label", "says_nothing", "dangling", "absent"
 ]
@@ -72,12 +78,6 @@ NOT_IN_DOCUMENTS = "The documents do not say."
 NEAREST_EVIDENCE = "The nearest they come is quoted below."
 DOCUMENTS_SAY = "The documents say:"
 
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|neither|nor|cannot|can't|won't|isn't|aren't|wasn't|doesn't|didn't|"
-    r"precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
-    re.IGNORECASE,
-)
-_YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 # "This increase was offset ...", "The strategic focuses of these investments ...": a sentence
 # that opens with a pronoun, or points back within its first words, leans on the one before
 # it, and goes when that one is dropped for a wrong claim (after an echoed question, "It is
@@ -200,6 +200,16 @@ def compose_answer(
         kept, kept_text = [], ""
     room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
     quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room)
+    denial = denying_quote(kept_text, quotes)
+    if denial is not None:  # "Yes, ..." printed above a quote that says no: none of it stands
+        dropped += [DroppedSentence(sentence, "negation", (denial.text,)) for sentence in kept]
+    elif not kept:  # the "yes" went for the unit answering the question saying no
+        negations = [d for d in dropped if d.reason == "negation"]
+        denial = next((u for d in negations for u in units if u.text in d.detail), None)
+    if denial is not None:  # the quote that says no is the answer: it leads the quotes
+        quotes = answering_quotes(question, denial.text, passages, units, {denial.n}, limit, reply_chars)
+        quotes.sort(key=lambda q: q.position != denial.position)
+        return ComposedAnswer(DOCUMENTS_SAY, "denied", "", quotes, dropped, corrected)
     derived, quotes, _ = _rows_the_packs_quote(question, quotes, units, rules)
     gap = any(offers_what_its_sources_lack(d.sentence, reading) for d in dropped)
     # A line a pack derived from the documents' cells, its inputs shown, is an answer too.
@@ -307,8 +317,9 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     unknown = unknown_names(sentence, "\n".join(evidence.values()), question)
     if unknown:
         return DroppedSentence(sentence, "name", tuple(unknown))
-    if _YES.search(sentence) and _answering_unit_negates(question, reading, own):
-        return DroppedSentence(sentence, "negation")
+    negating = _negating_unit(question, reading, own) if YES.search(sentence) else None
+    if negating is not None:
+        return DroppedSentence(sentence, "negation", (negating.text,))
     return None
 
 
@@ -344,18 +355,18 @@ def _named_as_the_answer(title: str, sentence: str) -> bool:
     return bool(re.search(pattern, sentence, re.IGNORECASE))
 
 
-def _answering_unit_negates(question: str, reading: _Reading, cited: Collection[int]) -> bool:
-    """Whether the unit that best matches the question negates: among those cited, or in all the
-    evidence read (the unit quoted under the answer as answering the question: a "yes" printed
-    above "... precludes its use as evidence" contradicts its own quote)."""
+def _negating_unit(question: str, reading: _Reading, cited: Collection[int]) -> QuoteCandidate | None:
+    """The unit that best matches the question when it negates (None when it does not): among
+    those cited, or in all the evidence read (the unit quoted under the answer as answering the
+    question: a "yes" printed above "... precludes its use as evidence" contradicts its own quote)."""
     everything = range(1, len(reading.passages) + 1)
     asked = content_words(question)
     units = [u for u in reading.units if not restates(asked, u)]  # the question's own words decide nothing
     for pool in (cited, everything):
         best = best_matches(question, units, pool, fallback=True)
-        if best and _NEGATION.search(best[0].text):
-            return True
-    return False
+        if best and NEGATION.search(best[0].text):
+            return best[0]
+    return None
 
 
 def _evidence(passage: Passage) -> str:
