@@ -193,18 +193,13 @@ def restates(asked: AbstractSet[str], unit: QuoteCandidate) -> bool:
 REPEATED_SHARE = 0.8  # of the longer unit's words in the shorter: the same statement set twice
 
 
-def repeats(unit: QuoteCandidate, chosen: Sequence[QuoteCandidate]) -> bool:
-    """Whether ``unit`` says again what one of ``chosen`` says: the words and figures of one
-    are the other's, all but a few (a manual's caution set twice, once as a boxed table cell
-    "[Caution] | Since the debsums package ...", once as text)."""
+def repeats(said: AbstractSet[str], unit: QuoteCandidate) -> bool:
+    """Whether ``unit`` says again what a unit whose :func:`analyze` terms are ``said`` says: the
+    words and figures of one are the other's, all but a few (a manual's caution set twice, once
+    as a boxed table cell "[Caution] | Since the debsums package ...", once as text)."""
     words = set(analyze(unit.text))
-    if len(words) < MIN_RESTATED_WORDS:
-        return False
-    for other in (set(analyze(c.text)) for c in chosen):
-        shorter, longer = sorted((words, other), key=len)
-        if shorter <= longer and len(shorter) >= REPEATED_SHARE * len(longer):
-            return True
-    return False
+    shorter, longer = sorted((words, said), key=len)
+    return len(shorter) >= max(MIN_RESTATED_WORDS, REPEATED_SHARE * len(longer)) and shorter <= longer
 
 
 QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
@@ -255,6 +250,8 @@ def answering_quotes(
         room -= len(readable_unit(quote))  # as shown: a table row with its column labels
         whole.append(found[0])
         chosen.append(quote)
+        said = set(analyze(found[0].text))  # neither it nor what says it again is quoted twice
+        units[:] = [u for u in units if u != found[0] and not repeats(said, u)]
         return True
 
     def best(
@@ -264,11 +261,7 @@ def answering_quotes(
         same_source: str = "",
         given: Collection[str] = (),
     ) -> bool:
-        rest = [
-            u
-            for u in units
-            if u not in whole and not repeats(u, whole) and (not same_source or u.source == same_source)
-        ]
+        rest = [u for u in units if not same_source or u.source == same_source]
         if not text.strip() or not rest:
             return False
         return add(best_matches(text, rest, pool, fallback=fallback, given_figures=given))
@@ -286,8 +279,7 @@ def answering_quotes(
                 or best(question, everything, same_source=source)
             ):
                 break
-    left = (u for u in units if u not in whole and not repeats(u, whole))
-    strongest = sorted(left, key=lambda u: (-u.score, u.position))[:1]
+    strongest = sorted(units, key=lambda u: (-u.score, u.position))[:1]
     if strongest and strongest[0].score > max((u.score for u in whole), default=float("-inf")):
         add([u for u in strongest if content_words(u.text) & asked])
     return sorted(chosen, key=lambda c: c.position)
