@@ -9,6 +9,12 @@ names are its CamelCase words (``PgBouncer``, ``WireGuard``) and its snake_case 
 English, so a collection's vocabulary either has them or does not. Ordinary words, and names
 written plainly ("Django", "cloud-init"), are not judged: a user's own words miss a manual's
 vocabulary for many reasons, an answerable question's too.
+
+Only the sentences that ask are read for names. A user often sets the scene before asking
+("huge append-only events table, queries filter on created_at ranges. is there an index type
+that stays tiny for this?"): the names of that scene are the user's own (a column, a table,
+a host), which no manual mentions, and what is asked about is in the question that follows.
+A sentence asks when it ends with a question mark; a question with none asks throughout.
 """
 
 from __future__ import annotations
@@ -22,11 +28,23 @@ from collections.abc import Callable
 _NAME = re.compile(
     r"(?<![\w./@-])(?:[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![\w/@-]|\.\w)"
 )
+# Where one sentence of a message ends and the next begins: after ., ! or ? and a space, or at
+# a line break. A name's own dots ("customers.email", "v1.2") are followed by no space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def asking_sentences(question: str) -> list[str]:
+    """The sentences of ``question`` that ask (end with "?"); all of it when none does."""
+    sentences = [s for s in _SENTENCE_END.split(question) if s.strip()]
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return asking or [question]
 
 
 def named_terms(question: str) -> list[str]:
-    """The question's technical names, as written, each once (see the module docstring)."""
-    return list(dict.fromkeys(found.group() for found in _NAME.finditer(question)))
+    """The technical names of the question's asking sentences, as written, each once (see the
+    module docstring)."""
+    asking = asking_sentences(question)
+    return list(dict.fromkeys(found.group() for sentence in asking for found in _NAME.finditer(sentence)))
 
 
 def absent_names(question: str, known: Callable[[str], bool]) -> list[str]:
