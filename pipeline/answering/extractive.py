@@ -53,6 +53,7 @@ from pipeline.answering.quotes import (
     quote_candidates,
     restates,
 )
+from pipeline.answering.roles import figures_out_of_role
 from pipeline.answering.sentences import (
     LABEL_CHARS,
     POLAR_OPENING,
@@ -71,7 +72,17 @@ from pipeline.retrieval.context import Passage
 
 AnswerKind = Literal["answer", "quotes", "not_in_documents", "denied"]
 DropReason = Literal[
-    "figure", "direction", "row", "column", "name", "negation", "label", "says_nothing", "dangling", "absent"
+    "figure",
+    "role",
+    "direction",
+    "row",
+    "column",
+    "name",
+    "negation",
+    "label",
+    "says_nothing",
+    "dangling",
+    "absent",
 ]
 NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
 NOT_IN_DOCUMENTS = "The documents do not say."
@@ -308,6 +319,9 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     unstated = unstated_figures(sentence, stated, question) if reading.check_figures else set()
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
+    misplaced = figures_out_of_role(sentence, question, passages) if reading.check_figures else set()
+    if misplaced:  # stated, but as what another question asks (benefits paid, not the budget)
+        return DroppedSentence(sentence, "role", tuple(written_forms(sentence, misplaced)))
     if any(len(lab) > LABEL_CHARS and lab in sentence for lab in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
     if not _ASKS_FOR_A_DOCUMENT.search(question) and any(
@@ -335,6 +349,8 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
     """
     stated = reading.stated_by(sentence)
     if unstated_figures(sentence, stated, reading.question):
+        return True
+    if figures_out_of_role(sentence, reading.question, reading.passages):
         return True
     return bool(unknown_names(sentence, stated, reading.question))
 

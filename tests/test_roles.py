@@ -1,0 +1,82 @@
+"""A figure is shown as the answer only where the documents give it in the role the question asks."""
+
+from __future__ import annotations
+
+from pipeline.answering.roles import figures_out_of_role
+from pipeline.retrieval.context import ContextPiece, Passage, whole_passages
+from pipeline.types import Chunk, EvidenceUnit, SearchHit
+from tests.composing import compose_answer
+
+REPORT = "OPM Annual Performance Report - Fiscal Year 2013"
+
+
+def report(*texts: str, title: str = REPORT) -> list[Passage]:
+    chunks = [
+        Chunk(f"r-{n:04}", "r", "docs", "/docs/apr.pdf", title, ("FY 2013 Results",), (n, n), text, "h")
+        for n, text in enumerate(texts, start=1)
+    ]
+    return whole_passages([SearchHit(c, 1.0 - i / 10) for i, c in enumerate(chunks)])
+
+
+BENEFITS = (
+    "During FY 2013, 0.36 percent of the over $76.5 billion in defined benefits OPM paid to retirees, "
+    "survivors, representative payees and families constituted improper payments."
+)
+BUDGET = "What was OPM's total appropriated budget for fiscal year 2013?"
+
+
+def test_a_figure_the_documents_state_in_another_role_is_not_the_answer():
+    """A manual-qa tune answer (row 16, unanswerable): the benefits OPM paid, given as its budget."""
+    composed = compose_answer(
+        BUDGET,
+        "OPM's total appropriated budget for fiscal year 2013 was $76.5 billion [1].",
+        report(BENEFITS),
+    )
+    assert [(d.reason, d.detail) for d in composed.dropped] == [("role", ("$76.5",))]
+    assert composed.kind != "answer" and composed.filled_a_gap
+
+
+def test_the_same_figure_where_a_passage_gives_it_in_the_role_asked_stands():
+    passages = report(
+        BENEFITS, "OPM's total budget authority for FY 2013 was $76.5 billion, as appropriated."
+    )
+    composed = compose_answer(BUDGET, "It was $76.5 billion [2].", passages)
+    assert composed.kind == "answer" and not composed.dropped
+    # The document's title and the words of a date locate the figure; they do not say what it is.
+    assert figures_out_of_role("Its FY 2013 total budget was $76.5 billion.", BUDGET, report(BENEFITS)) == {
+        "76.5"
+    }
+    assert figures_out_of_role("Its FY 2013 budget was $76.5 billion.", BUDGET, report(BENEFITS)) == set(), (
+        "one word of the question may be the user's synonym of the document's"
+    )
+
+
+def test_a_table_rows_figure_is_read_with_its_header_and_label():
+    chunk = Chunk(
+        "t-0000",
+        "t",
+        "docs",
+        "/docs/aapl.pdf",
+        "2023 Q3 AAPL",
+        ("Net sales by category",),
+        (9, 9),
+        "| iPhone | $ 39,669 | $ 40,665 |",
+        "h",
+    )
+    header = "(In millions) | Three Months Ended July 1, 2023 | June 25, 2022 |"
+    row = EvidenceUnit("t-0000/000", "t-0000", "t", "row", chunk.text, 9, header)
+    passages = [Passage(chunk, (ContextPiece(chunk, row.text, 1.0, 0, row),))]
+    question = "How much revenue did Apple's iPhone bring in during the June quarter of 2023?"
+    assert figures_out_of_role("iPhone brought in $39,669 million [1].", question, passages) == set()
+    asked = "What were the Mac's net sales in the June quarter of 2023?"
+    assert figures_out_of_role("The Mac's net sales were $39,669 million [1].", asked, passages) == set()
+    elsewhere = "How much did the services segment earn in operating income?"
+    misplaced = figures_out_of_role("The services segment earned $39,669 million [1].", elsewhere, passages)
+    assert misplaced == {"39669"}
+
+
+def test_numbers_inside_names_are_no_quantities():
+    passages = report("Intel's IDM 2.0 strategy rests on five factories.", "Detach events_2023_01 first.")
+    question = "What was Intel's R&D expenditure, and which initiatives were prioritized?"
+    assert figures_out_of_role("The IDM 2.0 strategy was prioritized [1].", question, passages) == set()
+    assert figures_out_of_role("Run DETACH PARTITION events_2023_01 [2].", question, passages) == set()
