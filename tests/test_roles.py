@@ -40,8 +40,11 @@ def test_the_same_figure_where_a_passage_gives_it_in_the_role_asked_stands():
     passages = report(
         BENEFITS, "OPM's total budget authority for FY 2013 was $76.5 billion, as appropriated."
     )
-    composed = compose_answer(BUDGET, "It was $76.5 billion [2].", passages)
+    claimed = "OPM's total appropriated budget for fiscal year 2013 was $76.5 billion [2]."
+    composed = compose_answer(BUDGET, claimed, passages)
     assert composed.kind == "answer" and not composed.dropped
+    # A sentence that gives the figure no role of the question's is not judged.
+    assert not compose_answer(BUDGET, "It was $76.5 billion [1].", report(BENEFITS)).dropped
     # The document's title and the words of a date locate the figure; they do not say what it is.
     assert figures_out_of_role("Its FY 2013 total budget was $76.5 billion.", BUDGET, report(BENEFITS)) == {
         "76.5"
