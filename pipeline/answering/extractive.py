@@ -320,7 +320,7 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     if unstated:
         return DroppedSentence(sentence, "figure", tuple(written_forms(sentence, unstated)))
     misplaced = figures_out_of_role(sentence, question, passages) if reading.check_figures else set()
-    if misplaced:  # stated, but as what another question asks (benefits paid, not the budget)
+    if misplaced:  # stated, but as another quantity than the one the sentence says it is
         return DroppedSentence(sentence, "role", tuple(written_forms(sentence, misplaced)))
     if any(len(lab) > LABEL_CHARS and lab in sentence for lab in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pipeline.answering.quotes import content_words
 from pipeline.figures import all_numbers, figure_forms, figures
 from pipeline.retrieval.context import Passage
-from pipeline.retrieval.evidence import QUESTION_WORDS
+from pipeline.retrieval.evidence import without_question_words
 
 # The words that date a figure: when, not what.
 _DATING = content_words(
@@ -41,7 +41,6 @@ _DATING = content_words(
     "ended ending fy ytd q1 q2 q3 q4 recent latest current prior previous last next past "
     + " ".join(calendar.month_name[1:]).lower()
 )
-_WORD = re.compile(r"[\w&'’.-]+")
 # Words of the question a sentence must give a figure in before its role is judged: one alone may
 # be the user's synonym of the document's ("revenue" for a row of "Total net sales").
 MIN_ROLE_WORDS = 2
@@ -61,11 +60,14 @@ def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage
     sentence takes from the question (see the module docstring)."""
     if len((_words(question, ordinary=True) & _words(sentence, ordinary=True)) - _DATING) < MIN_ROLE_WORDS:
         return set()
+    claimed = figures(_quantities_only(sentence)) - figures(question)
+    if not claimed:
+        return set()
     asked = (_words(question) & _words(sentence)) - _DATING
+    numbers = [all_numbers(p.text) for p in passages]  # once, not once per figure
     misplaced = set()
-    for figure in figures(_quantities_only(sentence)) - figures(question):
-        forms = figure_forms(figure)
-        stating = [p for p in passages if forms & all_numbers(p.text)]
+    for figure in claimed:
+        stating = [p for p, stated in zip(passages, numbers) if figure_forms(figure) & stated]
         if stating and not any(_speaks_of(asked, p) for p in stating):
             misplaced.add(figure)
     return misplaced
@@ -74,8 +76,7 @@ def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage
 def _words(text: str, ordinary: bool = False) -> set[str]:
     """``text``'s words, stemmed, without those that only shape a question ("what", "were",
     "report"); ``ordinary``: only those written in small letters (no names)."""
-    kept = [w for w in _WORD.findall(text) if w.strip(".'’").lower() not in QUESTION_WORDS]
-    return content_words(" ".join(w for w in kept if w.islower() or not ordinary))
+    return content_words(" ".join(w for w in without_question_words(text) if w.islower() or not ordinary))
 
 
 def _quantities_only(sentence: str) -> str:

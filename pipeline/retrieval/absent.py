@@ -29,7 +29,9 @@ _NAME = re.compile(
     r"(?<![\w./@-])(?:[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![\w/@-]|\.\w)"
 )
 # Where one sentence of a message ends and the next begins: after ., ! or ? and a space, or at
-# a line break. A name's own dots ("customers.email", "v1.2") are followed by no space.
+# a line break. A name's own dots ("customers.email", "v1.2") are followed by no space. Not the
+# passages' splitter (pipeline.retrieval.ordering.split_sentences): it wants a capital after the
+# stop, as prose has, and a chat message often goes on in small letters ("... ranges. is there").
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 

@@ -134,7 +134,7 @@ below both during each few from further here its itself just me more most my nor
 ours out over own same she so some than them those through too under until up very we were while you your
 way ways kind kinds there their these this that reported report reports
 """
-QUESTION_WORDS = frozenset(_QUESTION_WORDS_TEXT.split())
+_QUESTION_WORDS = frozenset(_QUESTION_WORDS_TEXT.split())
 _PERIOD_WORDS = re.compile(
     r"\b(?:Q[1-4]|(?:19|20)\d\d|first|second|third|fourth|quarter(?:ly|s)?|fiscal|latest|most\s+recent|recent)\b",
     re.IGNORECASE,
@@ -148,8 +148,13 @@ def content_query(query: str, scope: DocumentScope) -> str:
         text = re.sub(rf"(?<![\w.-]){re.escape(name)}(?:['’]s)?(?![\w-])", " ", text, flags=re.IGNORECASE)
     if scope.documents is not None:
         text = _PERIOD_WORDS.sub(" ", text)
-    words = [w for w in re.findall(r"[\w&'’.-]+", text) if w.lower().strip(".'’") not in QUESTION_WORDS]
+    words = without_question_words(text)
     return " ".join(words) if any(re.search(r"[A-Za-z]{3}", w) for w in words) else query
+
+
+def without_question_words(text: str) -> list[str]:
+    """The words of ``text`` (as written) less those that only say what kind of answer is wanted."""
+    return [w for w in re.findall(r"[\w&'’.-]+", text) if w.lower().strip(".'’") not in _QUESTION_WORDS]
 
 
 def find_evidence(
