@@ -1,6 +1,6 @@
 """Reading one string field out of a JSON reply while it is still being written.
 
-The LLM answers in JSON (``{"answer": "…", "sources": [1]}``, constrained by the server), so
+The LLM answers in JSON (``{"answer": "…", "sources": [1]}``, asked for or constrained), so
 the answer's text arrives token by token inside a JSON string: escaped, and split anywhere,
 even inside an escape. :class:`StreamedField` is fed the raw pieces and returns the field's
 decoded new text, so a front door can show the answer as it is written.

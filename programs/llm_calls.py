@@ -83,10 +83,16 @@ class LLMCalls:
         if self.slot is not None and self.slot.locked() and self.on_wait is not None:
             await self.on_wait()
             self.on_wait = None  # said once a question
+        written: list[str] = [] if raw is None else raw
         async with self.slot if self.slot is not None else contextlib.nullcontext():
-            return await self._timed(
-                self._streaming(predictor, stream, sink, inputs, raw if raw is not None else [], continues)
+            prediction, tokens = await self._timed(
+                self._streaming(predictor, stream, sink, inputs, written, continues)
             )
+        if not tokens["completion"]:
+            # A server that streams without reporting usage (llama-cpp-python) sends a token a
+            # chunk: the chunks that carried text are the reply's tokens; its prompt stays uncounted.
+            tokens["completion"] = sum(1 for piece in written if piece)
+        return prediction, tokens
 
     async def _timed(self, reply: Awaitable[dspy.Prediction]) -> tuple[dspy.Prediction, dict[str, int]]:
         """``reply`` within the timeout, its errors turned into docfinder's, with its tokens."""

@@ -113,8 +113,10 @@ class FakeLLMServer:
         error_status: int | None = None,
         garbage: bool = False,
         one_slot: bool = False,
+        stream_usage: bool = True,
     ) -> None:
         self.delay_s = delay_s
+        self.stream_usage = stream_usage  # False: a stream ends without its usage, as llama-cpp-python's does
         self.error_status = error_status  # every chat request answered with this HTTP error status
         self.garbage = garbage  # every chat request answered 200 with a body that is not JSON
         # Like llama.cpp's server: one request at a time, the others wait for the slot; a streamed
@@ -261,7 +263,7 @@ class FakeLLMServer:
             await asyncio.sleep(self.token_delay_s)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) // 4}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        await send({}, "stop", usage=usage)
+        await send({}, "stop", **({"usage": usage} if self.stream_usage else {}))
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response

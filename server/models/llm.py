@@ -118,6 +118,12 @@ async def probe_llm_server(api_base: str, api_key: str, timeout_s: float) -> LLM
         return LLMProblem("its reply could not be read", f"{type(exc).__name__}: {exc}")
 
 
+def is_free_text(signature: Any) -> bool:
+    """Whether ``signature``'s one output field is a plain string, with no constraint of its own."""
+    fields = list(signature.output_fields.values())
+    return len(fields) == 1 and fields[0].annotation is str and not fields[0].metadata
+
+
 def make_adapter(settings: Settings) -> Any:
     """DSPy's JSON adapter with replies constrained to each signature's JSON schema by the server.
 
@@ -125,6 +131,13 @@ def make_adapter(settings: Settings) -> Any:
     embedded model is only asked, not forced, to reply in JSON. llama.cpp takes the schema as
     ``{"type": "json_object", "schema": ...}`` (it rejects ``json_schema``); vLLM and other
     OpenAI-compatible servers take the standard ``{"type": "json_schema", ...}``.
+
+    The embedded model's reply of one free-text field (the answer, a search query) goes
+    unconstrained: llama-cpp-python checks the grammar against the model's whole vocabulary
+    at every token, which made writing an answer 2 to 3 times slower on 2 cores, and a schema
+    of one string adds nothing the adapter's parser (``json_repair``) does not mend. With greedy
+    decoding the text is the same wherever the free reply is valid JSON. Yes/no verdicts, labels
+    and lists stay constrained.
     """
     import dspy
     import pydantic
@@ -133,6 +146,8 @@ def make_adapter(settings: Settings) -> Any:
 
     class ConstrainedJSONAdapter(dspy.JSONAdapter):
         def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
+            if llama_cpp_style and is_free_text(signature):
+                return
             # A field's constraints (a list's length) live in its metadata: keep them in the schema.
             fields = {
                 name: (
