@@ -1,7 +1,8 @@
 """A deterministic OpenAI-compatible chat server on loopback, for tests and load benchmarks.
 
-It reads which fields the reply must have from the request's JSON schema (docfinder's
-adapter always sends one) and fills them from the prompt: the domain ``general``, the
+It reads which fields the reply must have from the request's JSON schema, or, where none is
+sent (the embedded model writes a reply of one free-text field unconstrained), from the JSON
+adapter's closing instruction, and fills them from the prompt: the domain ``general``, the
 question itself as a rephrasing, an answer that quotes the first passage and cites it as
 [1], and ``yes`` for both checks. As an answer judge it gives its verdict on each item
 by word overlap (:func:`judge_verdict`). Same prompt, same reply, whichever process asks. It runs
@@ -200,8 +201,8 @@ class FakeLLMServer:
         body = await request.json()
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        schema = _schema(body.get("response_format") or {})
         prompt = body["messages"][-1]["content"]
+        schema = _schema(body.get("response_format") or {}) or _asked_fields(prompt)
         self.prompts.append(prompt)
         self.schemas.append(schema)
         fields = reply_fields(schema, prompt, self.invent_figure)
@@ -267,6 +268,13 @@ class FakeLLMServer:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
+
+
+def _asked_fields(prompt: str) -> dict[str, Any]:
+    """The fields a prompt without a schema asks for ("Respond with a JSON object in the following
+    order of fields: `answer`."), as a schema's properties."""
+    asked = re.search(r"following order of fields: (.*)$", prompt, re.M)
+    return {"properties": {name: {} for name in re.findall(r"`(\w+)`", asked.group(1))}} if asked else {}
 
 
 def _schema(response_format: dict[str, Any]) -> dict[str, Any]:
