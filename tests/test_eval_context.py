@@ -206,12 +206,16 @@ def test_a_runs_drafts_replayed_through_todays_code_give_the_runs_answers(tmp_pa
     monkeypatch.chdir(tmp_path)
     dataset = write_dataset(tmp_path / "mini")
     mini = DevSet("mini", dataset / "questions.csv", dataset / "docs", "figures")
-    script = [{"answer": "Net sales were 12,345 [1]."}, {"answer": "Globex revenue was 98,765 [1]."}]
+    cut = "Globex revenue was 98,765 [1]. It grew by"  # the second ran to the token limit
+    script = [{"answer": "Net sales were 12,345 [1]."}, {"answer": cut}]
     model = DummyLM(script, adapter=dspy.JSONAdapter())
     bench_dev_sets(
         load_settings(), [mini], systems=("agent",), lm=model, cache_dir=tmp_path / "cache", out=tmp_path
     )
     run = [json.loads(line) for line in (tmp_path / "answers_mini.jsonl").read_text().splitlines()]
+    assert [r["drafts_cut"] for r in run] == [[False], [True]]
     replayed = replay_rows(run, load_settings(), cache_dir=tmp_path / "cache", sets=[mini])
     assert [r["answer"] for r in replayed] == [r["answer"] for r in run], "today's code, the run's drafts"
     assert [r["whole"] for r in replayed] == [r["whole"] for r in run]
+    assert [r["drafts"] for r in replayed] == [r["drafts"] for r in run]
+    assert [r["drafts_cut"] for r in replayed] == [[False], [True]], "a cut draft is replayed cut"

@@ -328,6 +328,8 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
         "sources": sorted(set(reply.sources)),
         "steps": [e.get("step") for e in reply.trace],
         "drafts": [e["answer"] for e in reply.trace if e.get("step") == Step.GENERATE],
+        # which drafts ran to the token limit (the answer code reads a cut draft differently)
+        "drafts_cut": [bool(e.get("cut_off")) for e in reply.trace if e.get("step") == Step.GENERATE],
         "dropped": [d for e in reply.trace if e.get("step") == Step.COMPOSE for d in e["dropped"]],
     }
 

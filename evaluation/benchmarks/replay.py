@@ -6,9 +6,11 @@ an earlier ``make bench ONLY=answers`` run recorded (``drafts`` in the agent row
 ``bench-results/answers_<set>.jsonl``) in minutes, where a live run of the embedded model takes
 an hour or two: every question is asked again through the service, and the scripted LM writes
 that question's drafts in the order the run's model wrote them (a rewrite of the search is the
-question again; a draft asked for beyond those recorded repeats the last). Retrieval is
-deterministic, so the model's citations keep their meaning as long as the index and the
-retrieval code are the run's; a change that alters the context needs a live run.
+question again; a draft asked for beyond those recorded repeats the last; a draft the run records
+as cut at the token limit is written with an unfinished clause after it, so that the answer code
+sees it cut, as it did in the run). Retrieval is deterministic, so the model's citations keep
+their meaning as long as the index and the retrieval code are the run's; a change that alters
+the context needs a live run.
 
 The replayed rows are scored like the run's (:func:`evaluation.benchmarks.dev_sets.score`) and
 summarised beside the run's plain rows, so the bench's table and targets come out as if the run
@@ -37,6 +39,8 @@ from evaluation.questions import Question, dataset_docs, load_questions
 from server.service import open_service
 from server.settings import Settings, load_settings
 
+UNFINISHED = " and the"  # after a draft the run's model cut off at its token limit
+
 
 class Drafts(DummyLM):
     """An LM that writes a run's drafts for the question being asked (:meth:`asking`)."""
@@ -45,8 +49,10 @@ class Drafts(DummyLM):
         self.script = _Script()
         super().__init__(self.script, adapter=dspy.JSONAdapter())
 
-    def asking(self, question: str, drafts: Sequence[str]) -> None:
-        self.script.start(question.strip(), list(drafts) or ["The documents do not say."])
+    def asking(self, question: str, drafts: Sequence[str], cut: Sequence[bool] = ()) -> None:
+        cut = {i for i, was_cut in enumerate(cut) if was_cut}  # rows before 29 Nov record none
+        written = [f"{draft}{UNFINISHED}" if i in cut else draft for i, draft in enumerate(drafts)]
+        self.script.start(question.strip(), written or ["The documents do not say."])
 
 
 class _Script(dict):
@@ -114,10 +120,10 @@ async def _replay_set(
             if earlier is not None:
                 if earlier.ident not in conversations:
                     lead = by_text.get(earlier.text, {"drafts": []})
-                    lm.asking(earlier.text, lead["drafts"])
+                    lm.asking(earlier.text, lead["drafts"], lead.get("drafts_cut", ()))
                     conversations[earlier.ident] = (await service.ask(earlier.text)).conversation_id
                 conversation = conversations[earlier.ident]
-            lm.asking(question.text, run["drafts"])
+            lm.asking(question.text, run["drafts"], run.get("drafts_cut", ()))
             result = await service.ask(question.text, conversation_id=conversation)
             if question.ident:
                 conversations[question.ident] = result.conversation_id
