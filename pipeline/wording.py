@@ -88,7 +88,8 @@ def describe_step(event: dict[str, Any]) -> str:
         dropped = ", ".join(d["reason"] for d in event.get("dropped", []))
         return f"compose: {event.get('kind')}" + (f" (dropped: {dropped})" if dropped else "")
     if step == Step.CITE_SENTENCES:
-        return f"cite_sentences: {len(event.get('added', []))} sentence(s) cited"
+        labels = ", passage labels removed" if event.get("labels_removed") else ""
+        return f"cite_sentences: {len(event.get('added', []))} sentence(s) cited{labels}"
     if step == Step.CITE_FIGURES:
         added = ", ".join(f"{a['figure']} → {marker(a['passage'])}" for a in event.get("added", []))
         return f"cite_figures: {added}"

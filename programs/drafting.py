@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pipeline.answering.extractive import ComposedAnswer, compose_answer, never_mentioned, quoted_evidence
 from pipeline.answering.figure_citations import cite_figure_sources
 from pipeline.answering.sentence_citations import cite_sentence_sources
+from pipeline.answering.sentences import under_label_headings
 from pipeline.answers import AgentAnswer, Outcome
 from pipeline.citations import cited_numbers
 from pipeline.errors import UnreadableReplyError
@@ -44,6 +45,7 @@ class Drafting:
         self.run = run
         self.agent = run.agent
         self.generated: Conversation | None = None  # the last generate call, which an LLM check continues
+        self.cut_off = False  # whether the last draft ran to the token limit
         self.checks = DraftChecks(run)
 
     async def until_one_passes(
@@ -101,6 +103,7 @@ class Drafting:
             "glossary": self.agent.glossary,
         }
         raw: list[str] = []
+        self.cut_off = True  # until the model is seen to stop by itself, within its token limit
         try:
             reply = await run.llm.call("generate", self.agent.generate, stream="answer", raw=raw, **inputs)
         except UnreadableReplyError as exc:
@@ -122,19 +125,29 @@ class Drafting:
             answer = whole_sentences(answer) or answer
             await run.step(Step.GENERATE, answer=answer, passages=len(passages), cut_off=True)
             return answer
+        self.cut_off = False
         await run.step(Step.GENERATE, answer=answer, passages=len(passages))
         return answer
 
     async def _cite_sources(self, answer: str, passages: list[Passage]) -> str:
-        """The answer with its sources cited: each sentence of an answer that cites nothing gets
-        the passage that carries its words (:mod:`pipeline.answering.sentence_citations`), then
-        each figure it takes from a passage it does not cite gets that passage
-        (:mod:`pipeline.answering.figure_citations`; only with the figure check)."""
-        evidence = [f"{p.evidence_label()}\n{p.text}" for p in passages]
-        answer, sentences = cite_sentence_sources(answer, evidence, self.run.question)
-        if sentences:
+        """The answer with its sources cited: the passage labels it wrote as headings go
+        (:func:`pipeline.answering.sentences.under_label_headings`), each sentence of an answer
+        that cites nothing gets the passage that carries its words
+        (:mod:`pipeline.answering.sentence_citations`), then each figure it takes from a passage
+        it does not cite gets that passage (:mod:`pipeline.answering.figure_citations`; only
+        with the figure check)."""
+        labels = [p.evidence_label() for p in passages]
+        # A draft under a label that runs to the token limit is the prompt copied on, not an answer.
+        unlabelled = None if self.cut_off else under_label_headings(answer, labels, self.run.question)
+        evidence = [f"{label}\n{p.text}" for label, p in zip(labels, passages, strict=True)]
+        answer, sentences = cite_sentence_sources(
+            answer if unlabelled is None else unlabelled, evidence, self.run.question
+        )
+        if sentences or unlabelled is not None:
             await self.run.step(
-                Step.CITE_SENTENCES, added=[{"sentence": a.sentence, "passage": a.passage} for a in sentences]
+                Step.CITE_SENTENCES,
+                added=[{"sentence": a.sentence, "passage": a.passage} for a in sentences],
+                labels_removed=unlabelled is not None,
             )
         if not self.agent.settings.figure_check:
             return answer

@@ -201,6 +201,31 @@ def test_an_answer_citing_nothing_is_cited_to_the_passage_its_words_come_from():
     assert [q.text for q in result.evidence] == [hits[1].chunk.text]
 
 
+def test_an_answer_written_under_a_passage_label_is_the_passages_words_cited_and_answered_in_one_call():
+    """The draft copies its prompt's layout, "[1] <label>: <the answer in the passage's words>":
+    the label goes and the words stand as the answer (they were shown as "I could not verify")."""
+    hits = [
+        SearchHit(chunk(1, "The helium compressor is serviced by the site engineers."), 0.9),
+        SearchHit(chunk(2, "The cryostat is warmed up every six months by the cryogenics group."), 0.8),
+    ]
+    label = whole_passages(hits[1:])[0].evidence_label()
+    model = lm(
+        {"answer": f"[1] {label}: The cryostat is warmed up every six months by the cryogenics group."}
+    )
+    result, _ = run(agent(), model, ScriptedRetriever(hits))
+    assert result.outcome == "answered" and len(model.history) == 1
+    assert result.answer == "The cryostat is warmed up every six months by the cryogenics group [2]."
+    assert [c.passage_id for c in result.citations] == ["doc-0002"]
+    cited = next(e for e in result.trace if e["step"] == Step.CITE_SENTENCES)
+    assert cited["labels_removed"] is True
+    # Copying on under the label up to the token limit is the prompt echoed: no answer.
+    echoed = f"[1] {label}: The cryostat is warmed up every six months by the cryogenics group. It is"
+    model = lm({"answer": echoed}, {"rewritten": "cryostat warm-up interval"}, {"answer": echoed})
+    retriever = ScriptedRetriever(hits, hits[1:])
+    result, _ = run(agent(AgentSettings(max_rewrites=1)), model, retriever, sparse_available=False)
+    assert result.outcome == "unverified" and result.answer.startswith(NOT_VERIFIED)
+
+
 def test_a_yes_that_its_own_quote_contradicts_is_dropped():
     """Seen on a kept-aside manual-qa question: "Yes, an NTSB accident report like this one can be
     used as evidence in a lawsuit" printed above the quote that precludes it."""

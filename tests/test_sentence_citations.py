@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.answering.sentence_citations import cite_sentence_sources
+from pipeline.answering.sentences import under_label_headings
 from pipeline.wording import describe_step
 
 EVIDENCE = [
@@ -67,3 +68,30 @@ def test_code_is_never_cited_inside_only_the_sentence_that_introduces_it():
         "added": [{"sentence": a.sentence, "passage": a.passage} for a in added],
     }
     assert describe_step(event) == "cite_sentences: 1 sentence(s) cited"
+
+
+def test_an_answer_laid_out_under_a_passage_label_loses_the_label_and_is_cited_to_the_passage_it_copies():
+    """The small model wrote "[2] <label>: <the passage's words>", its prompt's layout: the label
+    is no answer, the words under it are; they get the citation of the passage that carries them."""
+    labels = [passage.split("\n")[0] for passage in EVIDENCE]
+    for heading in (f"[1] {labels[1]}: ", f"[3]{labels[1]} —\n", f"{labels[1]}\n"):
+        reply = f"{heading}log_min_duration_statement logs each completed statement's duration."
+        unlabelled = under_label_headings(reply, labels, QUESTION)
+        assert unlabelled == reply[len(heading) :], heading
+        cited, _ = cite_sentence_sources(unlabelled, EVIDENCE, QUESTION)
+        assert cited.endswith("duration [2].")
+    two = f"{labels[0]}: stderr and csvlog.\n[2] {labels[1]}: Setting it to 500ms logs slower statements."
+    assert under_label_headings(two, labels, QUESTION) == (
+        "stderr and csvlog.\nSetting it to 500ms logs slower statements."
+    )
+
+
+def test_a_label_inside_a_sentence_or_over_words_that_miss_the_question_is_no_answer_to_unlabel():
+    labels = [passage.split("\n")[0] for passage in EVIDENCE]
+    inside = f"The setting is described under {labels[1]}."
+    assert under_label_headings(inside, labels, QUESTION) is None
+    echoed = f"[3] {labels[2]}\nCauses the duration of every completed"  # the prompt, copied
+    assert under_label_headings(echoed, labels, "is there a tool that bans IPs after failed logins?") is None
+    assert under_label_headings("Set log_min_duration_statement to 500ms.", labels, QUESTION) is None
+    event = {"step": "cite_sentences", "added": [], "labels_removed": True}
+    assert describe_step(event) == "cite_sentences: 0 sentence(s) cited, passage labels removed"

@@ -178,6 +178,33 @@ def without_the_echo(sentence: str, question: str) -> str:
     return f"{polar.group().strip().capitalize()}.{' ' + markers if markers else ''}"
 
 
+def under_label_headings(reply: str, labels: Sequence[str], question: str) -> str | None:
+    """``reply`` less the passage labels it wrote as headings, with their markers; None when it
+    wrote none, or when the words under them share no word with the question.
+
+    A small model sometimes lays its answer out as its prompt is laid out: "[2] data analysis plan
+    — Measure, p. 5: HRQOL was measured using the SF-12". A label that opens a line (after its
+    markers only) is that layout; the words under it are the answer in the passage's own words,
+    to be cited and judged like any sentence. Words under it that say nothing of the question are
+    the prompt echoed, not an answer ("[1] Chapter 4. Authentication — 4.6.3. Extra security
+    measures: Use of the firewall policy together with"). A label inside a sentence is left for
+    :func:`copies_a_label`.
+    """
+    unlabelled = reply
+    for label in (lab for lab in labels if len(lab) > LABEL_CHARS):
+        heading = re.compile(r"\s+".join(map(re.escape, label.split())) + r"[ \t]*[:\u2014\u2013-]?\s*")
+        kept, start = [], 0
+        for found in heading.finditer(unlabelled):
+            line_start = unlabelled.rfind("\n", 0, found.start()) + 1
+            if line_start >= start and not blank_markers(unlabelled[line_start : found.start()]).strip():
+                kept.append(unlabelled[start:line_start])
+                start = found.end()
+        unlabelled = "".join(kept) + unlabelled[start:]
+    if unlabelled == reply or not set(analyze(blank_markers(unlabelled))) & set(analyze(question)):
+        return None
+    return unlabelled
+
+
 def copies_a_label(reply: str, labels: Sequence[str]) -> bool:
     """Whether ``reply`` reproduces the label of a passage it read ("[1] Chapter 4. Authentication
     and access controls — 4.6.2. Secure Shell", then the passage): the model copied its prompt
