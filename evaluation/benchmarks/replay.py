@@ -8,7 +8,9 @@ an hour or two: every question is asked again through the service, and the scrip
 that question's drafts in the order the run's model wrote them (a rewrite of the search is the
 question again; a draft asked for beyond those recorded repeats the last; a draft the run records
 as cut at the token limit is written with an unfinished clause after it, so that the answer code
-sees it cut, as it did in the run). Retrieval is deterministic, so the model's citations keep
+sees it cut, as it did in the run; the scripted LM reports no tokens, so a draft the run did not
+cut but that ends without a full stop, "… About This Report, p. 11", is read as cut here and
+loses its last words). Retrieval is deterministic, so the model's citations keep
 their meaning as long as the index and the retrieval code are the run's; a change that alters
 the context needs a live run.
 
