@@ -10,7 +10,8 @@ understand (by code: a follow-up is searched with the user's previous question; 
   → evidence (the units that best answer the question, reported before the LLM is called, so
      every door shows the documents' words at once)
   → generate (the one call: a short, specific answer citing [n], the conversation in view)
-  → cite_sentences (an answer citing nothing: each sentence cited to the passage carrying its words)
+  → cite_sentences (passage labels the draft wrote as headings removed; an answer citing nothing:
+     each sentence cited to the passage carrying its words)
   → cite_figures (a figure taken from a passage the answer does not cite gets its citation)
   → compose (code keeps the sentences it can trace to the evidence and picks at most three
      quotes that answer, :mod:`pipeline.answering.extractive`; "the documents do not say" ends here,
