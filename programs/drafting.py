@@ -45,7 +45,6 @@ class Drafting:
         self.run = run
         self.agent = run.agent
         self.generated: Conversation | None = None  # the last generate call, which an LLM check continues
-        self.cut_off = False  # whether the last draft ran to the token limit
         self.checks = DraftChecks(run)
 
     async def until_one_passes(
@@ -62,7 +61,8 @@ class Drafting:
                 await run.step(Step.GENERATE_SKIPPED, reason="these passages were already tried")
             else:
                 tried.add(attempt)
-                reply = await self._cite_sources(await self._generate(passages), passages)
+                draft, cut_off = await self._generate(passages)
+                reply = await self._cite_sources(draft, passages, cut_off)
                 composed = await self._compose(reply, passages)
                 if composed.kind == "not_in_documents":
                     return await self._final(composed, "not_in_documents", passages)
@@ -94,7 +94,8 @@ class Drafting:
         await self.run.llm.send_final(composed.text)
         return self.run.result(composed.text, outcome, passages, composed.quotes)
 
-    async def _generate(self, passages: list[Passage]) -> str:
+    async def _generate(self, passages: list[Passage]) -> tuple[str, bool]:
+        """The model's draft over ``passages``, and whether it ran to its token limit."""
         run = self.run
         inputs = {
             "question": run.question,
@@ -103,7 +104,6 @@ class Drafting:
             "glossary": self.agent.glossary,
         }
         raw: list[str] = []
-        self.cut_off = True  # until the model is seen to stop by itself, within its token limit
         try:
             reply = await run.llm.call("generate", self.agent.generate, stream="answer", raw=raw, **inputs)
         except UnreadableReplyError as exc:
@@ -114,7 +114,7 @@ class Drafting:
             run.llm.note("generate", {})
             self.generated = Conversation.of_call(self.agent.generate, inputs, exc.reply)
             await run.step(Step.GENERATE, answer=answer, passages=len(passages), cut_off=True)
-            return answer
+            return answer, True
         written = "".join(raw) or reply_text(self.agent.generate, reply)
         self.generated = Conversation.of_call(self.agent.generate, inputs, written)
         answer = reply.answer
@@ -124,12 +124,11 @@ class Drafting:
             # sentence, which is no claim to check: its whole sentences are the answer.
             answer = whole_sentences(answer) or answer
             await run.step(Step.GENERATE, answer=answer, passages=len(passages), cut_off=True)
-            return answer
-        self.cut_off = False
+            return answer, True
         await run.step(Step.GENERATE, answer=answer, passages=len(passages))
-        return answer
+        return answer, False
 
-    async def _cite_sources(self, answer: str, passages: list[Passage]) -> str:
+    async def _cite_sources(self, answer: str, passages: list[Passage], cut_off: bool) -> str:
         """The answer with its sources cited: the passage labels it wrote as headings go
         (:func:`pipeline.answering.sentences.under_label_headings`), each sentence of an answer
         that cites nothing gets the passage that carries its words
@@ -138,7 +137,7 @@ class Drafting:
         with the figure check)."""
         labels = [p.evidence_label() for p in passages]
         # A draft under a label that runs to the token limit is the prompt copied on, not an answer.
-        unlabelled = None if self.cut_off else under_label_headings(answer, labels, self.run.question)
+        unlabelled = None if cut_off else under_label_headings(answer, labels, self.run.question)
         evidence = [f"{label}\n{p.text}" for label, p in zip(labels, passages, strict=True)]
         answer, sentences = cite_sentence_sources(
             answer if unlabelled is None else unlabelled, evidence, self.run.question

@@ -10,9 +10,9 @@ question again; a draft asked for beyond those recorded repeats the last; a draf
 as cut at the token limit is written with an unfinished clause after it, so that the answer code
 sees it cut, as it did in the run; the scripted LM reports no tokens, so a draft the run did not
 cut but that ends without a full stop, "… About This Report, p. 11", is read as cut here and
-loses its last words). Retrieval is deterministic, so the model's citations keep
-their meaning as long as the index and the retrieval code are the run's; a change that alters
-the context needs a live run.
+loses its last words). Retrieval is deterministic, so the model's citations keep their meaning
+as long as the index and the retrieval code are the run's; a change that alters the context
+needs a live run.
 
 The replayed rows are scored like the run's (:func:`evaluation.benchmarks.dev_sets.score`) and
 summarised beside the run's plain rows, so the bench's table and targets come out as if the run
@@ -52,8 +52,8 @@ class Drafts(DummyLM):
         super().__init__(self.script, adapter=dspy.JSONAdapter())
 
     def asking(self, question: str, drafts: Sequence[str], cut: Sequence[bool] = ()) -> None:
-        cut = {i for i, was_cut in enumerate(cut) if was_cut}  # rows before 29 Nov record none
-        written = [f"{draft}{UNFINISHED}" if i in cut else draft for i, draft in enumerate(drafts)]
+        cut_at = {i for i, was_cut in enumerate(cut) if was_cut}  # rows before 29 Nov record none
+        written = [f"{draft}{UNFINISHED}" if i in cut_at else draft for i, draft in enumerate(drafts)]
         self.script.start(question.strip(), written or ["The documents do not say."])
 
 
