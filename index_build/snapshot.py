@@ -7,6 +7,7 @@ mixture of two versions.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from index_build.version import (
 from pipeline.errors import IndexCorruptError, NotFoundError, UnknownCollectionError
 from pipeline.retrieval.documents import DocumentMeta
 from pipeline.retrieval.sparse import SparseSet, rank_sparse
+from pipeline.text import rarity
 from pipeline.types import Chunk, EvidenceUnit
 
 # Decoded records kept per collection: every chunk and unit of a few thousand pages, the
@@ -114,6 +116,16 @@ class CollectionIndex:
         """Whether every one of the analysed ``terms`` stands somewhere in this collection's text."""
         return bool(terms) and len(self.bm25.get_tokens_ids(list(terms))) == len(set(terms))
 
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many chunks of this collection hold each analysed term (0 for a term none holds):
+        the length of the term's column in the BM25 score matrix."""
+        vocabulary, starts = self.bm25.vocab_dict, self.bm25.scores["indptr"]
+        counts = {}
+        for term in set(terms):
+            column = vocabulary.get(term)
+            counts[term] = 0 if column is None else int(starts[column + 1] - starts[column])
+        return counts
+
     def unit_bm25_scores(self, terms: Sequence[str], start: int, stop: int) -> np.ndarray:
         """BM25 score of units ``start:stop`` for already-analysed query terms."""
         if self.bm25_units is None or stop <= start:
@@ -195,6 +207,18 @@ class IndexSnapshot:
     def knows(self, terms: Sequence[str], collections: Iterable[str] | None = None) -> bool:
         """Whether one of ``collections`` (all by default) has every one of the analysed ``terms``."""
         return any(collection.knows(terms) for collection in self.select(collections))
+
+    def term_rarity(self, terms: Iterable[str], collections: Iterable[str] | None = None) -> dict[str, float]:
+        """Each analysed term's rarity over the chunks of ``collections`` (all by default): its
+        inverse document frequency as BM25 weighs it (:func:`pipeline.text.rarity`), so that
+        "ifconfig" counts for more than "use" wherever words are matched."""
+        chosen = self.select(collections)
+        terms = set(terms)
+        held = Counter[str]()
+        for collection in chosen:
+            held.update(collection.document_frequencies(terms))
+        chunks = sum(int(collection.bm25.scores["num_docs"]) for collection in chosen)
+        return {term: rarity(held[term], chunks) for term in terms}
 
     def documents(self, collections: Iterable[str] | None = None) -> list[DocumentMeta]:
         """The metadata of every document in the chosen collections (all when None)."""

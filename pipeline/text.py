@@ -8,6 +8,7 @@ Measured on SciFact: keeping ``81,797`` or ``0-dimensional`` whole lowered nDCG@
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 
@@ -84,3 +85,9 @@ def stem_words(words: list[str]) -> list[str]:
 def analyze_many(texts: list[str]) -> list[list[str]]:
     """:func:`analyze` over a batch (one stemmer call per text)."""
     return [analyze(t) for t in texts]
+
+
+def rarity(holding: int, documents: int) -> float:
+    """A term's inverse document frequency, as Lucene's BM25 weighs it: ``holding`` of
+    ``documents`` hold it; always positive, largest for a term none holds."""
+    return math.log(1 + (documents - holding + 0.5) / (holding + 0.5))

@@ -230,7 +230,8 @@ class AnswerAgent(dspy.Module):
             if not run.best:
                 retrieved = await retrieve([run.question or message], run.domain, "hybrid")
                 run.best = graded(retrieved.passages, self.settings.grade_threshold)
-            quotes = answering_quotes(run.question or message, "", run.best)
+                run.rarity = retrieved.details.get("rarity", {})
+            quotes = answering_quotes(run.question or message, "", run.best, rarity=run.rarity)
             return run.result(LLM_UNAVAILABLE, "llm_unavailable", run.best, quotes)
 
 

@@ -168,6 +168,7 @@ class Drafting:
             rules=self.agent.rules,
             absent=self.run.absent,
             reply_chars=self.agent.settings.reply_chars,
+            rarity=self.run.rarity,
         )
         await self.run.step(
             Step.COMPOSE,
@@ -194,7 +195,7 @@ async def quote_the_closest(
     lead = NOT_CLEARLY_SAID if gap else NOT_VERIFIED
     if run.absent:  # the documents never mention what the question names
         lead = f"{never_mentioned(run.absent)} {CLOSEST}"
-    closest = quoted_evidence(run.question, read, lead, run.agent.rules)
+    closest = quoted_evidence(run.question, read, lead, run.agent.rules, rarity=run.rarity)
     await run.step(Step.QUOTE_EVIDENCE, reason=f"{failed} draft(s) failed the checks", filled_a_gap=gap)
     return closest
 

@@ -44,6 +44,7 @@ class QuestionRun:
         self.domain: str | None = None
         self.best: list[Passage] = []
         self.absent: list[str] = []  # the question's technical names no searched document mentions
+        self.rarity: dict[str, float] = {}  # how rare each searched word is where it was searched
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
 
@@ -139,17 +140,20 @@ class QuestionRun:
         self, queries: list[str], mode: str, step: Step = Step.RETRIEVE
     ) -> list[Passage]:
         retrieved = await self.retrieve(queries, self.domain, mode)
+        details = dict(retrieved.details)
+        rarity = details.pop("rarity", {})  # read by the answer code, not a step to show
         await self.step(
             step,
             queries=queries,
             mode=mode,
             candidates=[[p.chunk.chunk_id, round(p.score, 4)] for p in retrieved.passages],
-            **retrieved.details,
+            **details,
         )
         kept = graded(retrieved.passages, self.agent.settings.grade_threshold)
         if kept and not self.best:
             self.best = kept
-            self.absent = list(retrieved.details.get("absent", []))
+            self.absent = list(details.get("absent", []))
+            self.rarity = rarity
         await self.step(
             Step.GRADE_DOCUMENTS,
             threshold=self.agent.settings.grade_threshold,
@@ -160,7 +164,7 @@ class QuestionRun:
     async def _show_evidence(self, passages: list[Passage]) -> None:
         """The units that best answer the question, as soon as they are found (before the LLM has
         read its prompt): every door shows them while the answer is written."""
-        chosen = answering_quotes(self.question, "", passages, limit=EVIDENCE_PREVIEW)
+        chosen = answering_quotes(self.question, "", passages, limit=EVIDENCE_PREVIEW, rarity=self.rarity)
         quotes = quotes_of(chosen, passages, self.agent.url_prefixes)
         await self.step(
             Step.EVIDENCE,

@@ -542,3 +542,33 @@ def test_a_question_on_a_name_the_documents_never_mention_is_answered_so():
     assert result.outcome == "answered" and result.answer == (
         "The documents do not mention pg_cron. VACUUM ANALYZE updates the planner's statistics [1]."
     ), "what the documents do say stands, after what they never mention"
+
+
+def test_the_searchs_word_rarity_chooses_the_quotes_and_stays_out_of_the_steps():
+    """The search reports how rare each searched word is in the collections (``rarity``): the
+    quotes weigh shared words by it, so the row naming the rare "ifconfig" is quoted, not only
+    the sentence sharing "use" and "instead"; the weights are no step a door shows."""
+    hosts = "For a permanent IP address, that permanent IP address should be used here instead of loopback."
+    hits = [
+        SearchHit(chunk(1, hosts), 0.9),
+        SearchHit(chunk(2, "The ifconfig command is replaced by ip addr from the iproute2 package."), 0.8),
+    ]
+    asked = "ifconfig and arp aren't installed. what do I use instead?"
+    weights = {"ifconfig": 7.0, "arp": 6.0, "aren": 2.0, "instal": 2.0, "use": 0.5, "instead": 1.5}
+
+    class Retriever(ScriptedRetriever):
+        async def __call__(self, queries, domain, mode):
+            retrieved = await super().__call__(queries, domain, mode)
+            return Retrieved(retrieved.passages, {"rarity": weights} if self.weighed else {})
+
+    def quoted(weighed: bool) -> list[str]:
+        retriever = Retriever(hits)
+        retriever.weighed = weighed
+        model = lm({"answer": "The documents do not say."})
+        result, _ = run(agent(), model, retriever, asked, sparse_available=False)
+        assert result.outcome == "not_in_documents"
+        assert all("rarity" not in step for step in result.trace)
+        return [q.text for q in result.evidence]
+
+    assert not any("ifconfig" in text for text in quoted(weighed=False))
+    assert any("ifconfig" in text for text in quoted(weighed=True))

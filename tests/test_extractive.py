@@ -13,13 +13,16 @@ from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, quote
 from pipeline.answering.quotes import (
     QuoteCandidate,
     answering_quotes,
+    content_words,
     excerpt,
     quote_candidates,
     readable_unit,
+    word_weights,
 )
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.answering.sentences import answer_sentences, in_the_documents_words, says_nothing_new
 from pipeline.retrieval.context import ContextPiece, Passage, whole_passages
+from pipeline.text import rarity
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 from tests.composing import compose_answer
 
@@ -854,3 +857,38 @@ def test_a_statement_the_document_sets_twice_is_quoted_once():
     texts = [q.text for q in quotes]
     assert sum("can not be fully trusted" in t for t in texts) == 1
     assert any("may be tampered by the intruder" in t for t in texts)
+
+
+def test_a_rare_word_shared_with_the_question_outweighs_common_ones():
+    """Techdocs dev: asked what replaces ifconfig, route and arp, the quote was a hosts-file
+    sentence sharing "use" and "instead" with the question; the row naming ifconfig shares one
+    word, the rarest in the manual. Weighed by the collection's rarity, the row is the match."""
+    evidence = passages(
+        "For a system with a permanent IP address, that permanent IP address should be used here "
+        "instead of the loopback address.",
+        "The ifconfig command is replaced by ip addr from the iproute2 package.",
+    )
+    asked = "ifconfig, route and arp aren't even installed here. what am I supposed to use instead?"
+    held = {"ifconfig": 3, "rout": 60, "arp": 5, "instal": 150, "suppos": 40, "use": 700, "instead": 120}
+    held |= {"aren": 200, "even": 150, "here": 300, "what": 400, "am": 250}
+    assert set(held) == content_words(asked), "the counts are for the question's own words"
+    rarity_of = {word: rarity(count, 2000) for word, count in held.items()}
+
+    plain = answering_quotes(asked, "", evidence, limit=1)
+    weighed = answering_quotes(asked, "", evidence, limit=1, rarity=rarity_of)
+    assert [q.n for q in plain] == [1], "by count of shared words, the hosts-file sentence matches"
+    assert [q.n for q in weighed] == [2]
+    assert word_weights({"ifconfig", "use", "unknown"}, rarity_of)["unknown"] == 1.0
+
+
+def test_a_figure_the_question_gives_does_not_make_a_quote_match_it():
+    """Techdocs dev: "the path MTU over the VPN is 1460. what MSS should the router clamp to?"
+    was answered with the sentence finding an MTU of 1460; the user's own figure is the premise,
+    and the sentence giving the MSS is what answers."""
+    evidence = passages(
+        "For example the following finds the MTU for the IPv4 connection to be 1460.",
+        "The router should clamp the MSS to the path MTU - 40 for IPv4 and MTU - 60 for IPv6.",
+    )
+    asked = "tracepath says the path MTU over the VPN is 1460. what MSS should the router clamp to?"
+    quoted = [q.n for q in answering_quotes(asked, "", evidence, limit=1)]
+    assert quoted == [2]

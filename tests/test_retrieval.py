@@ -13,6 +13,8 @@ from index_build.snapshot import open_live
 from pipeline.errors import ConfigurationError, InvalidRequestError
 from pipeline.retrieval.expansion import Concept, Glossary
 from pipeline.retrieval.search import RetrievalConfig, SearchRequest, retrieve
+from pipeline.text import analyze, rarity
+from pipeline.types import passage_text
 from server.models.reranker import CrossEncoderReranker
 from server.service import DocfinderService, open_service
 from server.settings import load_settings
@@ -232,3 +234,27 @@ def test_top_sentences_keeps_the_sentences_the_cross_encoder_scores_best(index_d
     assert all("deadline" in p.text.lower() for p in context.pieces)
     with pytest.raises(ConfigurationError, match=r"top_sentences .* retrieval\.reranker_path"):
         DocfinderService(settings)
+
+
+def test_a_terms_rarity_is_its_inverse_document_frequency_in_the_searched_collections(index_dir):
+    """The answer code weighs the words a quote shares with the question by their rarity: counted
+    here from the chunks' own text, as BM25 indexes it, per collection and over both."""
+    snapshot = open_live(index_dir, memory_map=True)
+    texts = {
+        name: [
+            set(analyze(passage_text(c.title, c.heading_path, c.text, c.context)))
+            for c in (collection.chunks[i] for i in range(len(collection.chunks)))
+        ]
+        for name, collection in snapshot.collections.items()
+    }
+    terms = ["deadlin", "proposal", "spectromet", "zzzunknown"]
+
+    def expected(names: Sequence[str]) -> dict[str, float]:
+        chunks = [held for name in names for held in texts[name]]
+        return {t: rarity(sum(t in held for held in chunks), len(chunks)) for t in terms}
+
+    assert snapshot.term_rarity(terms, ["ops"]) == pytest.approx(expected(["ops"]))
+    assert snapshot.term_rarity(terms) == pytest.approx(expected(sorted(texts)))
+    everywhere = snapshot.term_rarity(terms)
+    assert everywhere["zzzunknown"] > everywhere["deadlin"], "a word no chunk holds is the rarest"
+    assert len({round(v, 6) for v in everywhere.values()}) > 2, "the counts differ between the terms"

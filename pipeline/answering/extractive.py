@@ -37,7 +37,7 @@ text (the prompt, echoed) is no answer: the evidence that answers is quoted inst
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -164,6 +164,7 @@ def compose_answer(
     limit: int = QUOTE_LIMIT,
     absent: Sequence[str] = (),
     reply_chars: int,
+    rarity: Mapping[str, float] | None = None,
 ) -> ComposedAnswer:
     """The answer built from the model's ``reply`` to ``question`` over ``passages`` (the
     evidence it read, numbered from 1); see the module docstring.
@@ -174,7 +175,8 @@ def compose_answer(
     of it (one short quote at least). ``absent`` are the question's technical names that no
     document of the search mentions (:mod:`pipeline.retrieval.absent`): a reply that states
     something of one cannot rest on the documents and none of it stands; a reply that speaks of
-    none stands after the sentence saying which names the documents never mention.
+    none stands after the sentence saying which names the documents never mention. ``rarity``
+    weighs the words a quote shares with the question (:func:`pipeline.answering.quotes.best_matches`).
     """
     cited = cited_numbers(reply, len(passages))
     sentences = answer_sentences(reply)
@@ -182,9 +184,9 @@ def compose_answer(
     if sentences and says_documents_do_not_answer(sentences[0]):  # later, it qualifies an answer
         if any(pack.holds_what_is_asked(question, units) for pack in rules):  # they do say it
             return ComposedAnswer("", "quotes", "", [], [DroppedSentence(sentences[0], "says_nothing")])
-        return not_in_documents(question, passages, units, absent)
+        return not_in_documents(question, passages, units, absent, rarity)
     if copies_a_label(reply, [p.evidence_label() for p in passages]):  # no answer: its prompt, copied
-        quotes = answering_quotes(question, "", passages, units, set(), limit, reply_chars)
+        quotes = answering_quotes(question, "", passages, units, set(), limit, reply_chars, rarity)
         return ComposedAnswer(DOCUMENTS_SAY, "quotes", "", quotes, [DroppedSentence(reply[:300], "label")])
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
     reading = _Reading(question, passages, evidence, units, cited, check_figures, tuple(rules), tuple(absent))
@@ -210,7 +212,7 @@ def compose_answer(
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
     room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
-    quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room)
+    quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room, rarity)
     denial = denying_quote(kept_text, quotes)
     if denial is not None:  # "Yes, ..." printed above a quote that says no: none of it stands
         dropped += [DroppedSentence(sentence, "negation", (denial.text,)) for sentence in kept]
@@ -218,7 +220,9 @@ def compose_answer(
         negations = [d for d in dropped if d.reason == "negation"]
         denial = next((u for d in negations for u in units if u.text in d.detail), None)
     if denial is not None:  # the quote that says no is the answer: it leads the quotes
-        quotes = answering_quotes(question, denial.text, passages, units, {denial.n}, limit, reply_chars)
+        quotes = answering_quotes(
+            question, denial.text, passages, units, {denial.n}, limit, reply_chars, rarity
+        )
         quotes.sort(key=lambda q: q.position != denial.position)
         return ComposedAnswer(DOCUMENTS_SAY, "denied", "", quotes, dropped, corrected)
     derived, quotes, _ = _rows_the_packs_quote(question, quotes, units, rules)
@@ -228,7 +232,7 @@ def compose_answer(
     # A reply that speaks of what the documents never mention is about it throughout ("Run pg_cron ...
     # Make sure to replace mydb ..."): none of it stands.
     if absent and any(d.reason == "absent" for d in dropped):
-        composed = not_in_documents(question, passages, units, absent)
+        composed = not_in_documents(question, passages, units, absent, rarity)
         return replace(composed, dropped=dropped)
     if kept_text:
         text = f"{never_mentioned(absent)} {kept_text}" if absent else kept_text
@@ -237,11 +241,15 @@ def compose_answer(
 
 
 def not_in_documents(
-    question: str, passages: Sequence[Passage], units: Sequence[QuoteCandidate], absent: Sequence[str] = ()
+    question: str,
+    passages: Sequence[Passage],
+    units: Sequence[QuoteCandidate],
+    absent: Sequence[str] = (),
+    rarity: Mapping[str, float] | None = None,
 ) -> ComposedAnswer:
     """The documents do not say it (or never mention the names ``absent``), and the nearest they
     come, quoted."""
-    nearest = answering_quotes(question, "", passages, units, limit=NEAREST_QUOTES)
+    nearest = answering_quotes(question, "", passages, units, limit=NEAREST_QUOTES, rarity=rarity)
     lead = never_mentioned(absent) if absent else NOT_IN_DOCUMENTS
     return ComposedAnswer(f"{lead} {NEAREST_EVIDENCE}", "not_in_documents", "", nearest)
 
@@ -257,12 +265,13 @@ def quoted_evidence(
     lead: str,
     rules: Sequence[AnswerRules] = (),
     limit: int = QUOTE_LIMIT,
+    rarity: Mapping[str, float] | None = None,
 ) -> ComposedAnswer:
     """The evidence that best answers the question, quoted under ``lead``: what the user gets
     when no answer of the model's could be verified. A rule pack may add the rows the question
     names (and a share derived from them); then "The documents say:" leads instead."""
     units = quote_candidates(passages)
-    quotes = answering_quotes(question, "", passages, units, limit=limit)
+    quotes = answering_quotes(question, "", passages, units, limit=limit, rarity=rarity)
     derived, quotes, leads = _rows_the_packs_quote(question, quotes, units, rules)
     lines = [DOCUMENTS_SAY if leads else lead, *([derived] if derived else [])]
     return ComposedAnswer("\n".join(lines), "quotes", "", quotes)

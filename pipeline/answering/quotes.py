@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
@@ -131,25 +131,29 @@ def best_matches(
     limit: int = 1,
     fallback: bool = False,
     given_figures: Collection[str] = (),
+    rarity: Mapping[str, float] | None = None,
 ) -> list[QuoteCandidate]:
     """Up to ``limit`` units of the passages numbered in ``pool`` (all of ``units`` when none is)
     that match ``text``, best first: by shared figures (other than ``given_figures``: an answer
     repeating the question's "10 minutes" is not matched by "The default is 10"), then shared
-    words (a unit's heading counts), the retrieval score breaking ties. Only a unit that shares
-    a figure, or enough words, matches; with ``fallback``, when none does, the strongest unit by
-    retrieval score."""
+    words (a unit's heading counts), the retrieval score breaking ties. With ``rarity`` (each
+    word's rarity in the collection, :meth:`index_build.snapshot.IndexSnapshot.term_rarity`) a
+    shared word counts by how rare it is against the other words of ``text``: "ifconfig" more
+    than "use". Only a unit that shares a figure, or enough words, matches; with ``fallback``,
+    when none does, the strongest unit by retrieval score."""
     candidates = [u for u in units if u.n in pool] or list(units)
     if not candidates:
         return []
     wanted_figures = figures(text) - set(given_figures)
     wanted_terms = content_words(text)
+    weight = word_weights(wanted_terms, rarity or {})
     top_retrieval = max(c.score for c in candidates) or 1.0
 
     def match(candidate: QuoteCandidate) -> tuple[float, int]:
         shared_figures = len(stated_figures(wanted_figures, figures(candidate.text)))
         terms = content_words(candidate.text)
         named = content_words(candidate.heading) - terms  # what its section's heading calls it
-        shared = len(wanted_terms & terms) + len(wanted_terms & named)
+        shared = sum(weight[t] for t in wanted_terms & terms) + sum(weight[t] for t in wanted_terms & named)
         overlap = shared / math.sqrt(len(terms)) if terms else 0.0
         value = (
             SHARED_FIGURE_WEIGHT * shared_figures
@@ -166,6 +170,14 @@ def best_matches(
     if not fallback:
         return []
     return sorted(candidates, key=lambda c: (-c.score, c.position))[:limit]
+
+
+def word_weights(words: AbstractSet[str], rarity: Mapping[str, float]) -> dict[str, float]:
+    """Each of ``words`` weighed by its ``rarity`` over the mean rarity of those ``rarity`` knows
+    (a word of average rarity counts 1, as every word does without ``rarity``)."""
+    known = [rarity[w] for w in words if w in rarity]
+    mean = sum(known) / len(known) if known else 0.0
+    return {w: rarity[w] / mean if w in rarity and mean > 0 else 1.0 for w in words}
 
 
 QUOTE_LIMIT = 3  # quotes under an answer: each one that answers, never a dump of the context
@@ -216,13 +228,16 @@ def answering_quotes(
     cited: Collection[int] = (),
     limit: int = QUOTE_LIMIT,
     chars: int = QUOTE_CHARS,
+    rarity: Mapping[str, float] | None = None,
 ) -> list[QuoteCandidate]:
     """At most ``limit`` units of ``passages`` that answer, in reading order, none twice:
 
     1. the one that best carries ``answer`` among the passages it cites (its figures first,
        then its words);
     2. the one that best matches ``question`` in all the passages (a small model often cites the
-       neighbouring passage: the unit that answers is quoted whatever the answer cites);
+       neighbouring passage: the unit that answers is quoted whatever the answer cites), its
+       words weighed by their ``rarity`` in the collection; the question's own figures are what
+       the user already knows ("the path MTU is 1460"), so they do not make a match;
     3. the next ones in that unit's document, each matching first what the quotes leave of the
        question, else the question again (deeper before wider: another document's unit would
        answer a question not asked, another period's row for a question that names its period);
@@ -260,23 +275,25 @@ def answering_quotes(
         fallback: bool = False,
         same_source: str = "",
         given: Collection[str] = (),
+        weights: Mapping[str, float] | None = None,
     ) -> bool:
         rest = [u for u in units if not same_source or u.source == same_source]
         if not text.strip() or not rest:
             return False
-        return add(best_matches(text, rest, pool, fallback=fallback, given_figures=given))
+        return add(best_matches(text, rest, pool, fallback=fallback, given_figures=given, rarity=weights))
 
     everything = range(1, len(passages) + 1)
+    premise = figures(question)  # the user's own figures: no match for the answer or the question
     if answer:
-        best(answer, cited or everything, given=figures(question))
-    if best(question, everything, fallback=not chosen):
+        best(answer, cited or everything, given=premise)
+    if best(question, everything, fallback=not chosen, given=premise, weights=rarity):
         source = whole[-1].source
         while True:
             covered = set().union(*(content_words(f"{c.text}\n{c.table_header}") for c in whole))
             rest_of_it = " ".join(sorted(content_words(question) - covered))
             if not (
                 best(rest_of_it, everything, same_source=source)
-                or best(question, everything, same_source=source)
+                or best(question, everything, same_source=source, given=premise, weights=rarity)
             ):
                 break
     strongest = sorted(units, key=lambda u: (-u.score, u.position))[:1]

@@ -69,6 +69,7 @@ class SearchResult:
     scope: DocumentScope = field(default_factory=DocumentScope)
     queries: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()  # the query's technical names the searched collections never mention
+    rarity: dict[str, float] = field(default_factory=dict)  # each query term's rarity in those collections
 
 
 class Searcher:
@@ -109,6 +110,7 @@ class Searcher:
             "scope": result.scope.trace(),
             "stages": [_stage(e) for e in result.trace],
             "absent": list(result.absent),
+            "rarity": dict(result.rarity),
         }
         if result.context is not None:
             selected = next((e for e in result.context.trace if e.get("step") == Step.SELECT_CONTEXT), {})
@@ -188,6 +190,9 @@ class Searcher:
                 glossary=self.glossary,
             )
             absent = absent_names(query, lambda name: snapshot.knows(analyze(name), request.collections))
+            # How rare each searched word is where it was searched: the answer code weighs the
+            # words a quote shares with the question by it (pipeline.answering.quotes).
+            rarity = snapshot.term_rarity(analyze(" ".join(request.queries)), request.collections)
             found = SearchResult(
                 query,
                 mode,
@@ -198,6 +203,7 @@ class Searcher:
                 chosen,
                 request.queries,
                 tuple(absent),
+                rarity,
             )
             assembled = self._assemble(snapshot, found, context) if context else None
             trace = [scope_step | chosen.trace(), *result.trace, *(assembled.trace if assembled else [])]
