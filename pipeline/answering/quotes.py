@@ -5,10 +5,11 @@ evidence the model read may be quoted (:func:`quote_candidates`): an evidence un
 passage shown whole cut into its sentences and table rows (a line of fewer than three words,
 a heading or a link's words, is none, and so is a sentence unit that short). A unit matches a
 text (an answer, a question) by the figures it shares with it (the strongest signal: a figure
-in the answer must stand in a quote), then by the words it shares, with its innermost
-heading's words (the items of a list under "Findings" rarely repeat the question's word), the
-retrieval score breaking ties (:func:`best_matches`). A long unit is quoted by its sentences
-that answer (:func:`excerpt`). Which units an answer quotes is
+in the answer must stand in a quote), then by the words it shares (matched to the question,
+each weighed by its rarity in the collection), with its innermost heading's words (the items
+of a list under "Findings" rarely repeat the question's word), the retrieval score breaking
+ties (:func:`best_matches`). A long unit is quoted by its sentences that answer
+(:func:`excerpt`). Which units an answer quotes is
 :func:`pipeline.answering.extractive.answering_quotes`'s choice.
 
 A quote's text is a verbatim substring of its chunk (an excerpt: verbatim pieces joined by
