@@ -213,12 +213,12 @@ class IndexSnapshot:
         inverse document frequency as BM25 weighs it (:func:`pipeline.text.rarity`), so that
         "ifconfig" counts for more than "use" wherever words are matched."""
         chosen = self.select(collections)
-        terms = set(terms)
+        wanted = set(terms)
         held = Counter[str]()
         for collection in chosen:
-            held.update(collection.document_frequencies(terms))
+            held.update(collection.document_frequencies(wanted))
         chunks = sum(int(collection.bm25.scores["num_docs"]) for collection in chosen)
-        return {term: rarity(held[term], chunks) for term in terms}
+        return {term: rarity(held[term], chunks) for term in wanted}
 
     def documents(self, collections: Iterable[str] | None = None) -> list[DocumentMeta]:
         """The metadata of every document in the chosen collections (all when None)."""
