@@ -29,7 +29,7 @@ from index_build.version import (
 from pipeline.errors import IndexCorruptError, NotFoundError, UnknownCollectionError
 from pipeline.retrieval.documents import DocumentMeta
 from pipeline.retrieval.sparse import SparseSet, rank_sparse
-from pipeline.text import rarity
+from pipeline.text import inverse_document_frequency
 from pipeline.types import Chunk, EvidenceUnit
 
 # Decoded records kept per collection: every chunk and unit of a few thousand pages, the
@@ -210,15 +210,16 @@ class IndexSnapshot:
 
     def term_rarity(self, terms: Iterable[str], collections: Iterable[str] | None = None) -> dict[str, float]:
         """Each analysed term's rarity over the chunks of ``collections`` (all by default): its
-        inverse document frequency as BM25 weighs it (:func:`pipeline.text.rarity`), so that
-        "ifconfig" counts for more than "use" wherever words are matched."""
+        inverse document frequency as BM25 weighs it
+        (:func:`pipeline.text.inverse_document_frequency`), so that "ifconfig" counts for more
+        than "use" wherever words are matched."""
         chosen = self.select(collections)
         wanted = set(terms)
         held = Counter[str]()
         for collection in chosen:
             held.update(collection.document_frequencies(wanted))
         chunks = sum(int(collection.bm25.scores["num_docs"]) for collection in chosen)
-        return {term: rarity(held[term], chunks) for term in wanted}
+        return {term: inverse_document_frequency(held[term], chunks) for term in wanted}
 
     def documents(self, collections: Iterable[str] | None = None) -> list[DocumentMeta]:
         """The metadata of every document in the chosen collections (all when None)."""

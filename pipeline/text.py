@@ -87,7 +87,7 @@ def analyze_many(texts: list[str]) -> list[list[str]]:
     return [analyze(t) for t in texts]
 
 
-def rarity(holding: int, documents: int) -> float:
+def inverse_document_frequency(holding: int, documents: int) -> float:
     """A term's inverse document frequency, as Lucene's BM25 weighs it: ``holding`` of
     ``documents`` hold it; always positive, largest for a term none holds."""
     return math.log(1 + (documents - holding + 0.5) / (holding + 0.5))

@@ -22,7 +22,7 @@ from pipeline.answering.quotes import (
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
 from pipeline.answering.sentences import answer_sentences, in_the_documents_words, says_nothing_new
 from pipeline.retrieval.context import ContextPiece, Passage, whole_passages
-from pipeline.text import rarity
+from pipeline.text import inverse_document_frequency
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 from tests.composing import compose_answer
 
@@ -872,7 +872,7 @@ def test_a_rare_word_shared_with_the_question_outweighs_common_ones():
     held = {"ifconfig": 3, "rout": 60, "arp": 5, "instal": 150, "suppos": 40, "use": 700, "instead": 120}
     held |= {"aren": 200, "even": 150, "here": 300, "what": 400, "am": 250}
     assert set(held) == content_words(asked), "the counts are for the question's own words"
-    rarity_of = {word: rarity(count, 2000) for word, count in held.items()}
+    rarity_of = {word: inverse_document_frequency(count, 2000) for word, count in held.items()}
 
     plain = answering_quotes(asked, "", evidence, limit=1)
     weighed = answering_quotes(asked, "", evidence, limit=1, rarity=rarity_of)

@@ -13,7 +13,7 @@ from index_build.snapshot import open_live
 from pipeline.errors import ConfigurationError, InvalidRequestError
 from pipeline.retrieval.expansion import Concept, Glossary
 from pipeline.retrieval.search import RetrievalConfig, SearchRequest, retrieve
-from pipeline.text import analyze, rarity
+from pipeline.text import analyze, inverse_document_frequency
 from pipeline.types import passage_text
 from server.models.reranker import CrossEncoderReranker
 from server.service import DocfinderService, open_service
@@ -251,7 +251,7 @@ def test_a_terms_rarity_is_its_inverse_document_frequency_in_the_searched_collec
 
     def expected(names: Sequence[str]) -> dict[str, float]:
         chunks = [held for name in names for held in texts[name]]
-        return {t: rarity(sum(t in held for held in chunks), len(chunks)) for t in terms}
+        return {t: inverse_document_frequency(sum(t in held for held in chunks), len(chunks)) for t in terms}
 
     assert snapshot.term_rarity(terms, ["ops"]) == pytest.approx(expected(["ops"]))
     assert snapshot.term_rarity(terms) == pytest.approx(expected(sorted(texts)))
