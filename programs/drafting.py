@@ -92,7 +92,7 @@ class Drafting:
     ) -> AgentAnswer:
         """The composed answer as the result; a streaming door gets it as the last draft."""
         await self.run.llm.send_final(composed.text)
-        return self.run.result(composed.text, outcome, passages, composed.quotes)
+        return self.run.result(composed.text, outcome, passages, composed.quotes, composed.stated)
 
     async def _generate(self, passages: list[Passage]) -> tuple[str, bool]:
         """The model's draft over ``passages``, and whether it ran to its token limit."""
@@ -175,6 +175,7 @@ class Drafting:
             kind=composed.kind,
             kept=composed.kept,
             quoted=[q.n for q in composed.quotes],
+            stated=[q.n for q in composed.stated],
             dropped=[
                 {"sentence": d.sentence, "reason": d.reason, "detail": list(d.detail)}
                 for d in composed.dropped

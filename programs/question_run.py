@@ -57,12 +57,18 @@ class QuestionRun:
             await self.on_status(event)
 
     def result(
-        self, text: str, outcome: Outcome, passages: Sequence[Passage], quotes: Sequence[QuoteCandidate]
+        self,
+        text: str,
+        outcome: Outcome,
+        passages: Sequence[Passage],
+        quotes: Sequence[QuoteCandidate],
+        stated: Sequence[QuoteCandidate] = (),
     ) -> AgentAnswer:
-        """The answer with the citations of what its text cites and its quotes come from, the quotes,
-        and the passages it was written from."""
+        """The answer with the citations of what its text cites and its quotes come from (and the
+        units ``stated`` word for word in it, not quoted), the quotes, and the passages it was
+        written from."""
         prefixes = self.agent.url_prefixes
-        numbers = cited_numbers(text, len(passages)) | {q.n for q in quotes}
+        numbers = cited_numbers(text, len(passages)) | {q.n for q in (*quotes, *stated)}
         return AgentAnswer(
             text,
             outcome,

@@ -178,13 +178,23 @@ def test_a_sentence_whose_figure_no_cited_passage_states_is_dropped_and_the_spar
 
 def test_a_figure_taken_from_an_uncited_passage_gets_its_citation_and_its_unit_is_quoted():
     hits = [*HITS, SearchHit(chunk(2, "The cold head is replaced every 18 months."), 0.8)]
-    model = lm({"answer": "The cold head is replaced every 18 months, as scheduled [1]."})
+    model = lm({"answer": "The cold head is swapped every 18 months, as scheduled [1]."})
     result, _ = run(agent(), model, ScriptedRetriever(hits), "How often is the cold head replaced?")
-    assert result.answer == "The cold head is replaced every 18 months, as scheduled [1][2]."
+    assert result.answer == "The cold head is swapped every 18 months, as scheduled [1][2]."
     assert "The cold head is replaced every 18 months." in [q.text for q in result.evidence]
     cited = next(e for e in result.trace if e["step"] == "cite_figures")
     assert cited["added"] == [{"figure": "18", "passage": 2}]
     assert result.outcome == "answered" and len(model.history) == 1
+
+
+def test_a_unit_the_answer_says_word_for_word_is_cited_but_not_quoted_again():
+    hits = [*HITS, SearchHit(chunk(2, "The cold head is replaced every 18 months."), 0.8)]
+    model = lm({"answer": "The cold head is replaced every 18 months, as scheduled."})
+    result, _ = run(agent(), model, ScriptedRetriever(hits), "How often is the cold head replaced?")
+    assert "The cold head is replaced every 18 months." not in [q.text for q in result.evidence]
+    assert "doc-0002" in [c.passage_id for c in result.citations]
+    composed = next(e for e in result.trace if e["step"] == "compose")
+    assert composed["stated"] == [2] and result.outcome == "answered"
 
 
 def test_an_answer_citing_nothing_is_cited_to_the_passage_its_words_come_from():
@@ -323,7 +333,7 @@ def test_the_same_passages_are_not_generated_from_twice():
 
 def test_quotes_are_at_most_three_and_each_matches_the_question_or_the_answer():
     texts = [f"Filter {n} of the compressor is cleaned monthly." for n in range(1, 7)]
-    texts += ["The parking lot closes at ten.", "The cryostat is warmed up every six months."]
+    texts += ["The parking lot closes at ten.", "The cryostat is warmed up every six months by the staff."]
     hits = [SearchHit(chunk(n, t), 1.0 - n / 20) for n, t in enumerate(texts, start=1)]
     model = lm({"answer": "The cryostat is warmed up every six months [8]."})
     result, _ = run(agent(), model, ScriptedRetriever(hits))

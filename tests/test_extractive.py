@@ -17,6 +17,7 @@ from pipeline.answering.quotes import (
     excerpt,
     quote_candidates,
     readable_unit,
+    said_in,
     word_weights,
 )
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
@@ -892,3 +893,26 @@ def test_a_figure_the_question_gives_does_not_make_a_quote_match_it():
     asked = "tracepath says the path MTU over the VPN is 1460. what MSS should the router clamp to?"
     quoted = [q.n for q in answering_quotes(asked, "", evidence, limit=1)]
     assert quoted == [2]
+
+
+def test_a_quote_the_answer_already_says_word_for_word_is_not_shown_but_stays_cited():
+    """Manual-qa dev: the model copies the sentence that answers ("HRQOL was measured using the
+    Short Form Health Survey 12 (SF-12) …") and the same sentence was quoted under it: the reply
+    said it twice. A quote saying one thing more, or "not" where the answer does not, stays."""
+    evidence = passages(
+        "HRQOL was measured using the Short Form Health Survey 12 (SF-12), which includes twelve questions.",
+        "Participants were recruited from the outpatient department of the hospital.",
+    )
+    asked = "What instrument measures health-related quality of life in the trial?"
+    copied = evidence[0].text
+    answer = compose_answer(asked, f"{copied} [1]", evidence)
+    assert answer.kind == "answer" and answer.text.startswith("HRQOL was measured")
+    assert [q.n for q in answer.quotes] == [] and [q.n for q in answer.stated] == [1]
+
+    shorter = compose_answer(asked, "HRQOL was measured using the Short Form Health Survey 12 [1].", evidence)
+    assert [q.n for q in shorter.quotes] == [1] and shorter.stated == [], "it adds twelve questions"
+
+    unit = quote_candidates(evidence)[0]
+    assert said_in(copied, unit)
+    denied = dataclasses.replace(unit, text="HRQOL was not measured using the Short Form Health Survey 12.")
+    assert not said_in("HRQOL was measured using the Short Form Health Survey 12.", denied)

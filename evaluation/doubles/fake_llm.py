@@ -3,9 +3,10 @@
 It reads which fields the reply must have from the request's JSON schema, or, where none is
 sent (the embedded model writes a reply of one free-text field unconstrained), from the JSON
 adapter's closing instruction, and fills them from the prompt: the domain ``general``, the
-question itself as a rephrasing, an answer that quotes the first passage and cites it as
-[1], and ``yes`` for both checks. As an answer judge it gives its verdict on each item
-by word overlap (:func:`judge_verdict`). Same prompt, same reply, whichever process asks. It runs
+question itself as a rephrasing, an answer that takes the first sentence of the first passage
+without its opening word (a quote that an answer copies word for word is not shown) and cites
+it as [1], and ``yes`` for both checks. As an answer judge it gives its verdict on each item by
+word overlap (:func:`judge_verdict`). Same prompt, same reply, whichever process asks. It runs
 in its own thread, so subprocesses (the CLI, an MCP stdio server) can use it too; it can be
 told to answer slowly, to refuse with 503s or to put a figure no document states in every
 answer, and streams its reply when asked to.
@@ -32,6 +33,13 @@ _FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond wi
 INVENTED = " It cost $47,913 [1]."  # a figure no test document states
 
 
+def _reworded(line: str) -> str:
+    """The first sentence of ``line`` without its opening word, the next one capitalised: the
+    answer a fake model writes from it, which its quote says more than (a word the answer lacks)."""
+    words = re.split(r"(?<=[.!?])\s", line, maxsplit=1)[0].split(" ", 1)
+    return words[1][:1].upper() + words[1][1:] if len(words) == 2 and words[1] else line
+
+
 def reply_fields(schema: dict[str, Any], prompt: str, invent_figure: bool = False) -> dict[str, Any]:
     """The deterministic reply for a signature's output ``schema`` given the user ``prompt``; with
     ``invent_figure``, an answer written from passages adds a figure they do not state."""
@@ -46,7 +54,8 @@ def reply_fields(schema: dict[str, Any], prompt: str, invent_figure: bool = Fals
         elif name in {"rephrased", "rewritten", "standalone_question"}:
             reply[name] = question
         elif name == "answer":
-            reply[name] = f"{first.group(1)[:200]} [1]" if first else "The documents do not answer it."
+            written = _reworded(first.group(1)[:200]) if first else ""
+            reply[name] = f"{written} [1]" if first else "The documents do not answer it."
             if first and invent_figure:
                 reply[name] += INVENTED
         elif name == "sources":

@@ -27,7 +27,8 @@ The kept sentences are the answer's text, as the model wrote them (a procedure's
 their lines). Under it stand at most ``QUOTE_LIMIT`` quotes, each one unit of the evidence the
 model read in the document's own words (:func:`answering_quotes`): the unit that best carries
 the answer among those it cites, the unit that best answers the question, and the one that
-best answers what those two leave of it; never a dump of the context.
+best answers what those two leave of it; never a dump of the context, and never a unit the kept
+sentences already say word for word (:func:`pipeline.answering.quotes.said_in`: it stays cited).
 
 A reply that opens by saying the documents do not answer is kept as such, with the nearest
 evidence quoted (said later, it qualifies an answer); one that copies a passage's label and
@@ -52,6 +53,7 @@ from pipeline.answering.quotes import (
     content_words,
     quote_candidates,
     restates,
+    said_in,
 )
 from pipeline.answering.roles import figures_out_of_role
 from pipeline.answering.sentences import (
@@ -125,6 +127,7 @@ class ComposedAnswer:
     # A dropped sentence put forward a figure or a name that the passages it cites do not state:
     # the model filled a gap in the evidence (see :func:`offers_what_its_sources_lack`).
     filled_a_gap: bool = False
+    stated: list[QuoteCandidate] = field(default_factory=list)  # said word for word: cited, not quoted
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +145,9 @@ class _Reading:
     absent: Sequence[str] = ()
 
     def cited_by(self, sentence: str) -> set[int]:
-        """The passages ``sentence`` rests on (:func:`_cited_by`)."""
-        return _cited_by(sentence, self.cited, self.passages)
+        """The passages ``sentence`` rests on: those it cites, else those the reply cites, else all."""
+        everything = range(1, len(self.passages) + 1)
+        return cited_numbers(sentence, len(self.passages)) or set(self.cited) or set(everything)
 
     def stated_by(self, sentence: str) -> str:
         """The text of the passages ``sentence`` rests on, as the model read them."""
@@ -226,6 +230,7 @@ def compose_answer(
         quotes.sort(key=lambda q: q.position != denial.position)
         return ComposedAnswer(DOCUMENTS_SAY, "denied", "", quotes, dropped, corrected)
     derived, quotes, _ = _rows_the_packs_quote(question, quotes, units, rules)
+    stated = [q for q in quotes if said_in(kept_text, q)] if kept_text else []
     gap = any(offers_what_its_sources_lack(d.sentence, reading) for d in dropped)
     # A line a pack derived from the documents' cells, its inputs shown, is an answer too.
     kept_text = "\n".join(line for line in (kept_text, derived) if line)
@@ -236,7 +241,8 @@ def compose_answer(
         return replace(composed, dropped=dropped)
     if kept_text:
         text = f"{never_mentioned(absent)} {kept_text}" if absent else kept_text
-        return ComposedAnswer(text, "answer", kept_text, quotes, dropped, corrected, gap)
+        shown = [q for q in quotes if q not in stated]
+        return ComposedAnswer(text, "answer", kept_text, shown, dropped, corrected, gap, stated)
     return ComposedAnswer(DOCUMENTS_SAY, "quotes", "", quotes, dropped, corrected, gap)
 
 
@@ -362,11 +368,6 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
     if figures_out_of_role(sentence, reading.question, reading.passages):
         return True
     return bool(unknown_names(sentence, stated, reading.question))
-
-
-def _cited_by(sentence: str, cited: Collection[int], passages: Sequence[Passage]) -> set[int]:
-    """The passages ``sentence`` rests on: those it cites, else those the reply cites, else all."""
-    return cited_numbers(sentence, len(passages)) or set(cited) or set(range(1, len(passages) + 1))
 
 
 def _named_as_the_answer(title: str, sentence: str) -> bool:

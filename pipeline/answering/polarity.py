@@ -22,18 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from pipeline.answering.quotes import QuoteCandidate, content_words
+from pipeline.answering.quotes import NEGATION, QuoteCandidate, content_words
 from pipeline.citations import blank_markers
 from pipeline.text import analyze
 
 SCOPE_WORDS = 12  # how far a negation reaches, at most, within its clause
 DENIED_WORDS = 2  # the answer's words a quote must deny: one shared word is chance ("data")
 
-NEGATION = re.compile(
-    r"\b(?:not|no|never|none|neither|nor|cannot|can't|won't|isn't|aren't|wasn't|doesn't|didn't|"
-    r"don't|shouldn't|mustn't|precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
-    re.IGNORECASE,
-)
 YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(
     r"[,;:.!?()]|\b(?:but|however|although|unless|except|when|whenever|if|while|because|since|where|which)\b",

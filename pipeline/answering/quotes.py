@@ -36,6 +36,12 @@ MIN_OVERLAP = 0.5  # shared words, over the square root of the unit's words, tha
 TERM_SEPARATOR = " — "  # between a definition's term and its description (index_build.docling_blocks)
 MIN_QUOTE_WORDS = 3  # as evidence units: a shorter line of a whole passage is a heading or a link
 _WORDS = re.compile(r"[A-Za-z]{2,}")
+# The cues of a negation: they turn what follows round (:mod:`pipeline.answering.polarity`).
+NEGATION = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|cannot|can't|won't|isn't|aren't|wasn't|doesn't|didn't|"
+    r"don't|shouldn't|mustn't|precludes?|prohibit(?:s|ed)?|excluded?|without)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +219,22 @@ def repeats(said: AbstractSet[str], unit: QuoteCandidate) -> bool:
     words = set(analyze(unit.text))
     shorter, longer = sorted((words, said), key=len)
     return len(shorter) >= max(MIN_RESTATED_WORDS, REPEATED_SHARE * len(longer)) and shorter <= longer
+
+
+def said_in(answer: str, quote: QuoteCandidate) -> bool:
+    """Whether ``answer`` already says what ``quote`` says, in the document's words: each of its
+    words, figures and negations is the answer's (the model copied the sentence, "HRQOL was
+    measured using the Short Form Health Survey 12 (SF-12)"). Shown under the answer, such a quote
+    only says it again; its passage stays cited. A quote saying one thing more ("… if your database
+    does not use the C locale"), or saying "not" where the answer does not, is still shown."""
+    words = set(analyze(quote.text))
+    cues = {cue.lower() for cue in NEGATION.findall(quote.text)}
+    return (
+        len(words) >= MIN_RESTATED_WORDS
+        and words <= set(analyze(answer))
+        and figures(quote.text) <= figures(answer)
+        and cues <= {cue.lower() for cue in NEGATION.findall(answer)}
+    )
 
 
 QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
