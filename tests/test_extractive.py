@@ -916,3 +916,20 @@ def test_a_quote_the_answer_already_says_word_for_word_is_not_shown_but_stays_ci
     assert said_in(copied, unit)
     denied = dataclasses.replace(unit, text="HRQOL was not measured using the Short Form Health Survey 12.")
     assert not said_in("HRQOL was measured using the Short Form Health Survey 12.", denied)
+
+
+def test_a_dropped_lines_citation_does_not_decide_what_the_kept_lines_rest_on():
+    """Manual-qa dev: the draft "[1] Findings 1. OBJECT - TREE(S) 2. (C) ALTITUDE/CLEARANCE - MISJUDGED
+    - PILOT IN COMMAND" gives the report's findings under a heading it cites as [1] (the wrong
+    passage). The heading line says nothing and goes; the findings, which cite nothing, were then
+    read against passage 1 alone, found to say nothing new there, and dropped too."""
+    evidence = passages(
+        "This accident report documents the factual circumstances of this accident as described to the NTSB.",
+        "Occurrence #1: IN FLIGHT COLLISION WITH OBJECT\nFindings\n1. OBJECT - TREE(S)\n"
+        "2. (C) ALTITUDE/CLEARANCE - MISJUDGED - PILOT IN COMMAND",
+    )
+    asked = "What findings did the NTSB list for the accident occurrence?"
+    reply = "[1] Findings 1. OBJECT - TREE(S) 2. (C) ALTITUDE/CLEARANCE - MISJUDGED - PILOT IN COMMAND."
+    answer = compose_answer(asked, reply, evidence)
+    assert answer.kind == "answer" and "OBJECT - TREE(S)" in answer.text
+    assert [d.sentence for d in answer.dropped] == ["[1] Findings"]

@@ -210,8 +210,9 @@ def compose_answer(
             dropped.append(problem)
         announced = problem is None and placed.rstrip().endswith(":")
     kept_text = joined_sentences(kept)
-    # What the kept sentences rest on: the passages they cite, else those the reply cites, else all.
-    kept_cited = cited_numbers(kept_text, len(passages)) or set(cited) or set(evidence)
+    # What the kept sentences rest on: the passages they cite, else all (not those a dropped line
+    # cites: "[1] Findings" above the findings vouches for nothing).
+    kept_cited = cited_numbers(kept_text, len(passages)) or set(evidence)
     if kept and says_nothing_new(kept_text, question, [evidence[n] for n in sorted(kept_cited)]):
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
         kept, kept_text = [], ""
