@@ -53,11 +53,10 @@ def reply_fields(schema: dict[str, Any], prompt: str, invent_figure: bool = Fals
             reply[name] = "general"
         elif name in {"rephrased", "rewritten", "standalone_question"}:
             reply[name] = question
+        elif name == "answer" and first:
+            reply[name] = f"{_reworded(first.group(1)[:200])} [1]" + (INVENTED if invent_figure else "")
         elif name == "answer":
-            written = _reworded(first.group(1)[:200]) if first else ""
-            reply[name] = f"{written} [1]" if first else "The documents do not answer it."
-            if first and invent_figure:
-                reply[name] += INVENTED
+            reply[name] = "The documents do not answer it."
         elif name == "sources":
             reply[name] = [1] if first else []
         elif name in {"supported", "useful"}:

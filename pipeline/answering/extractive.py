@@ -44,8 +44,9 @@ from typing import Literal
 
 from pipeline.answering.answer_rules import AnswerRules
 from pipeline.answering.names import unknown_names
-from pipeline.answering.polarity import NEGATION, YES, denying_quote
+from pipeline.answering.polarity import YES, denying_quote
 from pipeline.answering.quotes import (
+    NEGATION,
     QUOTE_LIMIT,
     QuoteCandidate,
     answering_quotes,
@@ -210,8 +211,7 @@ def compose_answer(
             dropped.append(problem)
         announced = problem is None and placed.rstrip().endswith(":")
     kept_text = joined_sentences(kept)
-    # What the kept sentences rest on: the passages they cite, else all (not those a dropped line
-    # cites: "[1] Findings" above the findings vouches for nothing).
+    # What the kept sentences rest on: what they cite, else all (a dropped "[1] Findings" vouches for none).
     kept_cited = cited_numbers(kept_text, len(passages)) or set(evidence)
     if kept and says_nothing_new(kept_text, question, [evidence[n] for n in sorted(kept_cited)]):
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
