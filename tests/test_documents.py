@@ -152,3 +152,15 @@ def test_a_web_page_is_dated_by_its_front_matter_never_by_its_body_or_contents()
     )
     meta = describe(Path("/docs/cryostat.md"), readme, "p3")
     assert meta.version == "2.3" and meta.period == "2021-03"
+
+
+def test_the_latest_thins_a_dated_series_and_keeps_the_undated_pages_beside_it():
+    """A manual's pages are undated, its release notes dated: "last year's partitions" once kept
+    the newest release note alone, and the page that answers was never searched."""
+    pages = [DocumentMeta(f"page-{n}", f"Page {n}", "", (), "") for n in range(3)]
+    notes = [DocumentMeta(f"release-15.{n}", f"Release 15.{n}", "", (), "", f"15.{n}") for n in (1, 2, 3)]
+    scope = resolve_scope("how do I archive last year's monthly partitions?", [*pages, *notes])
+    assert scope.recency == "latest"
+    assert set(scope.documents) == {"release-15.3", "page-0", "page-1", "page-2"}
+    undated = resolve_scope("how do I archive last year's monthly partitions?", pages)
+    assert undated.documents is None

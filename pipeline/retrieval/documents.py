@@ -8,7 +8,8 @@ for "the latest" or for a change "over time", is resolved here into a
 
 - names ("Intel", "CASA") keep the documents of that subject;
 - a period or version ("Q1 2023", "version 4.2") keeps the documents that cover it;
-- "the latest", "most recent", "current release" keep the newest document of each subject;
+- "the latest", "most recent", "current release" keep the newest document of each subject,
+  and every undated one;
 - "over time", "across quarters", "these releases", "compared to previous versions" keep
   every period, and ask for evidence from each (``spread``).
 
@@ -146,7 +147,11 @@ def resolve_scope(question: str, documents: Sequence[DocumentMeta]) -> DocumentS
     dated = [d for d in chosen if d.time_key() is not None]
     if recency == "latest" and not (periods or versions):
         if dated:
-            chosen, narrowed = _newest_per_subject(dated), True
+            # Recency ranks dated documents only: an undated one (a manual's page beside its dated
+            # release notes) is neither newer nor older, so "last year's partitions" keeps it.
+            kept = [*_newest_per_subject(dated), *(d for d in chosen if d.time_key() is None)]
+            if len(kept) < len(chosen):
+                chosen, narrowed = kept, True
         else:
             notes.append("no document is dated: 'latest' not applied")
     if recency == "all" and not narrowed and len(dated) > 1 and len({d.names[:1] for d in chosen}) == 1:
