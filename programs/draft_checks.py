@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from pipeline.answering.extractive import ComposedAnswer
+from pipeline.answering.composed import ComposedAnswer
 from pipeline.answering.sentences import in_the_documents_words
 from pipeline.citations import marker
 from pipeline.retrieval.context import Passage

@@ -9,7 +9,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pipeline.answering.extractive import ComposedAnswer, compose_answer, never_mentioned, quoted_evidence
+from pipeline.answering.composed import ComposedAnswer
+from pipeline.answering.extractive import compose_answer, never_mentioned, quoted_evidence
 from pipeline.answering.figure_citations import cite_figure_sources
 from pipeline.answering.sentence_citations import cite_sentence_sources
 from pipeline.answering.sentences import under_label_headings

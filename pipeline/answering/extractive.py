@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, replace
 
 from pipeline.answering.answer_rules import AnswerRules
-from pipeline.answering.names import unknown_names
+from pipeline.answering.composed import ComposedAnswer, DroppedSentence
+from pipeline.answering.names import ASKS_FOR_A_DOCUMENT, named_as_the_answer, unknown_names
 from pipeline.answering.polarity import YES, denying_quote
 from pipeline.answering.quotes import (
     NEGATION,
@@ -73,20 +73,6 @@ from pipeline.citations import blank_markers, cited_numbers
 from pipeline.figures import unstated_figures, written_forms
 from pipeline.retrieval.context import Passage
 
-AnswerKind = Literal["answer", "quotes", "not_in_documents", "denied"]
-DropReason = Literal[
-    "figure",
-    "role",
-    "direction",
-    "row",
-    "column",
-    "name",
-    "negation",
-    "label",
-    "says_nothing",
-    "dangling",
-    "absent",
-]
 NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
 NOT_IN_DOCUMENTS = "The documents do not say."
 NEAREST_EVIDENCE = "The nearest they come is quoted below."
@@ -100,35 +86,6 @@ _LEANS_ON_THE_ONE_BEFORE = re.compile(
     r"\W*(?:it|they)\b|\W*(?:\S+\s+){0,4}(?:this|these|those|such)\b", re.IGNORECASE
 )
 _NOT_A_CLAIM = ("says_nothing", "label")
-_ASKS_FOR_A_DOCUMENT = re.compile(
-    r"\b(?:document|report|source|protocol|manual|guide|publication|title|form|filing|paper)s?\b",
-    re.IGNORECASE,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class DroppedSentence:
-    """A sentence of the model's reply that code did not let through, and why."""
-
-    sentence: str
-    reason: DropReason
-    detail: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ComposedAnswer:
-    """The answer as the user reads it, what it is, what was dropped and the units it quotes."""
-
-    text: str
-    kind: AnswerKind
-    kept: str  # the model's sentences that passed
-    quotes: list[QuoteCandidate]
-    dropped: list[DroppedSentence] = field(default_factory=list)
-    corrected: list[str] = field(default_factory=list)  # figures code moved to the right column
-    # A dropped sentence put forward a figure or a name that the passages it cites do not state:
-    # the model filled a gap in the evidence (see :func:`offers_what_its_sources_lack`).
-    filled_a_gap: bool = False
-    stated: list[QuoteCandidate] = field(default_factory=list)  # said word for word: cited, not quoted
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,8 +297,8 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
         return DroppedSentence(sentence, "role", tuple(written_forms(sentence, misplaced)))
     if any(len(lab) > LABEL_CHARS and lab in sentence for lab in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
-    if not _ASKS_FOR_A_DOCUMENT.search(question) and any(
-        _named_as_the_answer(p.chunk.title, sentence) for p in passages
+    if not ASKS_FOR_A_DOCUMENT.search(question) and any(
+        named_as_the_answer(p.chunk.title, sentence) for p in passages
     ):
         return DroppedSentence(sentence, "label")  # "the model used is the <document's title>"
     unknown = unknown_names(sentence, "\n".join(evidence.values()), question)
@@ -369,17 +326,6 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
     if figures_out_of_role(sentence, reading.question, reading.passages):
         return True
     return bool(unknown_names(sentence, stated, reading.question))
-
-
-def _named_as_the_answer(title: str, sentence: str) -> bool:
-    """Whether ``sentence`` gives a document's ``title`` as what something is ("The headset used
-    in the study is the NCT06154122 Prot 000 study protocol"): the source named as the answer
-    (checked only when the question asks for no document, report, protocol or the like)."""
-    words = title.split()
-    if len(title) < 8 or not words:
-        return False
-    pattern = r"\b(?:is|are|was|were)\s+(?:the\s+|an?\s+)?" + r"\s+".join(map(re.escape, words[:3]))
-    return bool(re.search(pattern, sentence, re.IGNORECASE))
 
 
 def _negating_unit(question: str, reading: _Reading, cited: Collection[int]) -> QuoteCandidate | None:

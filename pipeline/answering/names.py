@@ -2,7 +2,8 @@
 
 A small model fills a gap in the evidence with a plausible name ("It is funded by the National
 Institutes of Health"); a capitalised word past a sentence's or clause's first that no cited
-passage and not the question holds is such a name.
+passage and not the question holds is such a name. And a document's title is no answer to a
+question that asks for something else (:func:`named_as_the_answer`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ _NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][\w'’&.-]*[A-Za-z]")
 _OPENS_A_SENTENCE = re.compile(r"(?:[.!?][\"”’)\]]*|:[*_`]*)\s+$|\n\s*(?:(?:[-*•]|\d+[.)])\s+)?[*_`]*$")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _MONTHS = frozenset(name.lower() for name in calendar.month_name if name)
+ASKS_FOR_A_DOCUMENT = re.compile(
+    r"\b(?:document|report|source|protocol|manual|guide|publication|title|form|filing|paper)s?\b",
+    re.IGNORECASE,
+)
 
 
 def unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
@@ -45,3 +50,14 @@ def _known_name(word: str, known: str) -> bool:
         return True
     parts = [part for part in bare.split("-") if part]
     return all(any(form in known for form in {part, part.removesuffix("s")} if form) for part in parts)
+
+
+def named_as_the_answer(title: str, sentence: str) -> bool:
+    """Whether ``sentence`` gives a document's ``title`` as what something is ("The headset used
+    in the study is the NCT06154122 Prot 000 study protocol"): the source named as the answer
+    (checked only when the question asks for no document, report, protocol or the like)."""
+    words = title.split()
+    if len(title) < 8 or not words:
+        return False
+    pattern = r"\b(?:is|are|was|were)\s+(?:the\s+|an?\s+)?" + r"\s+".join(map(re.escape, words[:3]))
+    return bool(re.search(pattern, sentence, re.IGNORECASE))
