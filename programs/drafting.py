@@ -170,6 +170,7 @@ class Drafting:
             absent=self.run.absent,
             reply_chars=self.agent.settings.reply_chars,
             rarity=self.run.rarity,
+            conversation=self.run.conversation,
         )
         await self.run.step(
             Step.COMPOSE,

@@ -125,6 +125,22 @@ def test_a_follow_up_is_searched_with_the_previous_question_and_answered_in_one_
     assert result.outcome == "answered"
 
 
+def test_a_path_the_user_gave_earlier_stands_in_a_follow_ups_answer_and_a_made_up_one_does_not():
+    """The answer code reads the conversation as the user's words: a follow-up's answer may repeat
+    the path the first question gave; a path no passage and no turn gives is the model's."""
+    history = [("user", "Which package installed /usr/bin/lsof?"), ("assistant", "The lsof package [1].")]
+    hits = [SearchHit(chunk(1, "apt-file search looks for a file in every package, installed or not."), 0.9)]
+    question = "And if that package is not installed?"
+    model = lm({"answer": "Run apt-file search /usr/bin/lsof [1]."})
+    result, _ = run(agent(), model, ScriptedRetriever(hits), question, history=history)
+    assert result.outcome == "answered" and result.answer.startswith("Run apt-file search /usr/bin/lsof [1].")
+    invented = lm({"answer": "Run apt-file search /usr/sbin/lsof [1]."})
+    result, _ = run(agent(), invented, ScriptedRetriever(hits), question, history=history)
+    compose = next(e for e in result.trace if e["step"] == "compose")
+    assert compose["dropped"][0]["reason"] == "term" and compose["dropped"][0]["detail"] == ["/usr/sbin/lsof"]
+    assert result.outcome != "answered"
+
+
 def test_understanding_by_the_llm_condenses_classifies_and_rephrases_in_one_call():
     model = lm(
         {

@@ -162,6 +162,64 @@ def test_a_command_in_a_code_block_is_shown_as_written_and_judged_whole():
     assert "```" not in answer.kept and "max_part=64" not in answer.text
 
 
+def test_an_option_path_or_setting_no_passage_gives_is_the_models_and_does_not_stand():
+    """Techdocs drafts: "Open the /etc/exim4.conf file" and a block setting ``smtp_relay_host``, a file
+    and a setting the Debian manual never names, stood as a verified answer; so did a cloud-init
+    block of invented keys. What the passages give (``--config``, ``/etc/exim4/passwd.client``)
+    stands, and so do placeholders and the user's own names."""
+    evidence = passages(
+        "Run update-alternatives --config editor to choose the default editor. "
+        "Smarthost passwords are kept in /etc/exim4/passwd.client."
+    )
+    question = "How do I make exim4 log in to the provider's smarthost on port 587?"
+    reply = (
+        "Put the password in /etc/exim4/passwd.client [1]. Then edit /etc/exim4.conf [1]. "
+        "Run update-alternatives --config editor [1]."
+    )
+    answer = compose_answer(question, reply, evidence)
+    assert [(d.reason, d.detail) for d in answer.dropped] == [("term", ("/etc/exim4.conf",))]
+    assert answer.kept == (
+        "Put the password in /etc/exim4/passwd.client [1]. Run update-alternatives --config editor [1]."
+    )
+    option = compose_answer(question, "Run update-alternatives --set editor [1].", evidence)
+    assert [(d.reason, d.detail) for d in option.dropped] == [("term", ("--set",))]
+    assert option.filled_a_gap
+    users = compose_answer(
+        "How do I back up the reporting DB from a script?",
+        "Copy the dump of reporting_db to your_backup.sql beside /etc/exim4/passwd.client [1].",
+        evidence,
+    )
+    assert not users.dropped
+
+
+def test_a_reply_around_a_made_up_code_block_does_not_stand():
+    """The block is what the sentences around it explain ("Replace `username` with ..."): with it
+    made up, none of the reply is the documents' answer, and the closest evidence is quoted."""
+    evidence = passages("Smarthost passwords are kept in /etc/exim4/passwd.client, one line per host.")
+    reply = (
+        "Put the password in /etc/exim4/passwd.client [1]. Then add this [1]:\n\n```\n"
+        "smtp_relay_host = smtp.example.com\n```\n\nReplace `smtp.example.com` with your relay [1]."
+    )
+    answer = compose_answer("How do I make exim4 log in to the provider's smarthost?", reply, evidence)
+    assert answer.kind == "quotes" and not answer.kept and answer.filled_a_gap
+    assert [(d.reason, d.detail) for d in answer.dropped] == [
+        ("dangling", ()),
+        ("term", ("smtp_relay_host",)),
+        ("dangling", ()),
+        ("dangling", ()),
+    ]
+
+
+def test_a_path_the_user_gave_earlier_in_the_conversation_is_theirs_not_the_models():
+    evidence = passages("dpkg -S searches the installed packages; apt-file search searches all of them.")
+    follow_up = "what if the package isn't installed at all?"
+    reply = "Run apt-file search /usr/bin/lsof [1]."
+    alone = compose_answer(follow_up, reply, evidence)
+    assert [(d.reason, d.detail) for d in alone.dropped] == [("term", ("/usr/bin/lsof",))]
+    earlier = "user: which installed package does /usr/bin/lsof come from?"
+    assert not compose_answer(follow_up, reply, evidence, conversation=earlier).dropped
+
+
 def test_a_reply_cut_after_a_list_number_does_not_show_the_bare_number():
     evidence = passages("Stop the server. Copy the data directory to a safe place.")
     reply = "Follow these steps [1]:\n1. Stop the server [1].\n2. Copy the data directory [1].\n3."

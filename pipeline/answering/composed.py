@@ -1,10 +1,10 @@
 """What code composed from a model's reply: the answer a user reads, and the sentences it dropped and why.
 
 The reasons (:data:`DropReason`) are those the trace's ``compose`` step lists: a figure no cited
-unit states, or one in another role; a name that no passage read gives; a "yes" against a
-"not"; a passage's label as the answer; a sentence that says nothing the question did not, or
-leans on a dropped one; a name the documents never mention; and the rule packs' own (a period's
-direction, a row, a column).
+unit states, or one in another role; a name, or a term (an option, a system path, an
+identifier), that no passage read gives; a "yes" against a "not"; a passage's label as the
+answer; a sentence that says nothing the question did not, or leans on a dropped one; a name
+the documents never mention; and the rule packs' own (a period's direction, a row, a column).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ DropReason = Literal[
     "row",
     "column",
     "name",
+    "term",
     "negation",
     "label",
     "says_nothing",

@@ -69,6 +69,7 @@ from pipeline.answering.sentences import (
     says_nothing_new,
     without_the_echo,
 )
+from pipeline.answering.terms import unknown_terms
 from pipeline.citations import blank_markers, cited_numbers
 from pipeline.figures import unstated_figures, written_forms
 from pipeline.retrieval.context import Passage
@@ -101,11 +102,16 @@ class _Reading:
     check_figures: bool
     rules: Sequence[AnswerRules] = ()
     absent: Sequence[str] = ()
+    conversation: str = ""  # the user's earlier turns: their words, names and paths are no invention
 
     def cited_by(self, sentence: str) -> set[int]:
         """The passages ``sentence`` rests on: those it cites, else those the reply cites, else all."""
         everything = range(1, len(self.passages) + 1)
         return cited_numbers(sentence, len(self.passages)) or set(self.cited) or set(everything)
+
+    @property
+    def said_by_user(self) -> str:
+        return f"{self.question}\n{self.conversation}"
 
     def stated_by(self, sentence: str) -> str:
         """The text of the passages ``sentence`` rests on, as the model read them."""
@@ -127,6 +133,7 @@ def compose_answer(
     absent: Sequence[str] = (),
     reply_chars: int,
     rarity: Mapping[str, float] | None = None,
+    conversation: str = "",
 ) -> ComposedAnswer:
     """The answer built from the model's ``reply`` to ``question`` over ``passages`` (the
     evidence it read, numbered from 1); see the module docstring.
@@ -139,6 +146,7 @@ def compose_answer(
     something of one cannot rest on the documents and none of it stands; a reply that speaks of
     none stands after the sentence saying which names the documents never mention. ``rarity``
     weighs the words a quote shares with the question (:func:`pipeline.answering.quotes.best_matches`).
+    ``conversation``: the earlier turns, whose terms are the user's as the question's are.
     """
     cited = cited_numbers(reply, len(passages))
     sentences = answer_sentences(reply)
@@ -151,7 +159,9 @@ def compose_answer(
         quotes = answering_quotes(question, "", passages, units, set(), limit, reply_chars, rarity)
         return ComposedAnswer(DOCUMENTS_SAY, "quotes", "", quotes, [DroppedSentence(reply[:300], "label")])
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
-    reading = _Reading(question, passages, evidence, units, cited, check_figures, tuple(rules), tuple(absent))
+    reading = _Reading(
+        question, passages, evidence, units, cited, check_figures, tuple(rules), tuple(absent), conversation
+    )
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
     corrected: list[str] = []
@@ -167,6 +177,11 @@ def compose_answer(
                 dropped.append(DroppedSentence(kept.pop(), "dangling"))
             dropped.append(problem)
         announced = problem is None and placed.rstrip().endswith(":")
+    # A block the model made up (a setting, a file no passage gives) is what the reply around it
+    # explains ("Replace `username` with ..."): none of it stands.
+    if any(d.reason == "term" and is_code_block(d.sentence) for d in dropped):
+        dropped += [DroppedSentence(s, "dangling") for s in kept]
+        kept = []
     kept_text = joined_sentences(kept)
     # What the kept sentences rest on: what they cite, else all (a dropped "[1] Findings" vouches for none).
     kept_cited = cited_numbers(kept_text, len(passages)) or set(evidence)
@@ -301,7 +316,11 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
         named_as_the_answer(p.chunk.title, sentence) for p in passages
     ):
         return DroppedSentence(sentence, "label")  # "the model used is the <document's title>"
-    unknown = unknown_names(sentence, "\n".join(evidence.values()), question)
+    read = "\n".join(evidence.values())
+    made_up = unknown_terms(sentence, read, reading.said_by_user)
+    if made_up:  # an option, a system path or an identifier that no passage read gives
+        return DroppedSentence(sentence, "term", tuple(made_up))
+    unknown = unknown_names(sentence, read, question)
     if unknown:
         return DroppedSentence(sentence, "name", tuple(unknown))
     negating = _negating_unit(question, reading, own) if YES.search(sentence) else None
@@ -325,7 +344,10 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
         return True
     if figures_out_of_role(sentence, reading.question, reading.passages):
         return True
-    return bool(unknown_names(sentence, stated, reading.question))
+    return bool(
+        unknown_names(sentence, stated, reading.question)
+        or unknown_terms(sentence, stated, reading.said_by_user)
+    )
 
 
 def _negating_unit(question: str, reading: _Reading, cited: Collection[int]) -> QuoteCandidate | None:
