@@ -71,7 +71,7 @@ from pipeline.answering.sentences import (
 )
 from pipeline.answering.terms import unknown_terms
 from pipeline.citations import blank_markers, cited_numbers
-from pipeline.figures import unstated_figures, written_forms
+from pipeline.figures import figures, unstated_figures, written_forms
 from pipeline.retrieval.context import Passage
 
 NEAREST_QUOTES = 2  # quotes under "the documents do not say": the nearest they come
@@ -190,7 +190,9 @@ def compose_answer(
         kept, kept_text = [], ""
     room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
     quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room, rarity)
-    denial = denying_quote(kept_text, quotes)
+    # The unit that carries the answer in what it cites is read for a "not" too, quoted or not.
+    carrying = best_matches(kept_text, units, kept_cited, given_figures=figures(question)) if kept else []
+    denial = denying_quote(kept_text, [*quotes, *carrying])
     if denial is not None:  # "Yes, ..." printed above a quote that says no: none of it stands
         dropped += [DroppedSentence(sentence, "negation", (denial.text,)) for sentence in kept]
     elif not kept:  # the "yes" went for the unit answering the question saying no
@@ -198,7 +200,7 @@ def compose_answer(
         denial = next((u for d in negations for u in units if u.text in d.detail), None)
     if denial is not None:  # the quote that says no is the answer: it leads the quotes
         quotes = answering_quotes(
-            question, denial.text, passages, units, {denial.n}, limit, reply_chars, rarity
+            question, denial.text, passages, units, {denial.n}, limit, reply_chars, rarity, leading=denial
         )
         quotes.sort(key=lambda q: q.position != denial.position)
         return ComposedAnswer(DOCUMENTS_SAY, "denied", "", quotes, dropped, corrected)

@@ -252,18 +252,24 @@ def answering_quotes(
     limit: int = QUOTE_LIMIT,
     chars: int = QUOTE_CHARS,
     rarity: Mapping[str, float] | None = None,
+    leading: QuoteCandidate | None = None,
 ) -> list[QuoteCandidate]:
     """At most ``limit`` units of ``passages`` that answer, in reading order, none twice:
 
-    1. the one that best carries ``answer`` among the passages it cites (its figures first,
-       then its words);
-    2. the one that best matches ``question`` in all the passages (a small model often cites the
+    0. ``leading``, when given, whatever else matches (the unit that says no to a "yes");
+
+    1. the one that best matches ``question`` in all the passages (a small model often cites the
        neighbouring passage: the unit that answers is quoted whatever the answer cites), its
        words weighed by their ``rarity`` in the collection; the question's own figures are what
        the user already knows ("the path MTU is 1460"), so they do not make a match;
-    3. the next ones in that unit's document, each matching first what the quotes leave of the
+    2. the next ones in that unit's document, each matching first what the quotes leave of the
        question, else the question again (deeper before wider: another document's unit would
        answer a question not asked, another period's row for a question that names its period);
+    3. with room left, the one that best carries ``answer`` among the passages it cites (its
+       figures first, then its words): the evidence of the model's claim. It came first until
+       29 November; what answers the question now does, since what an answer's words match may
+       be what the answer already says, or a page's footer (dev tune halves, whole reply's
+       facts: techdocs 0.529 → 0.580, SEC 0.110 → 0.165, manual-qa 0.889 unchanged);
     4. with room left, the strongest unit by retrieval score, when the search ranked it above
        every unit quoted and it shares a word with the question (word matching misses
        "acquired" for "acquisitions"; the search's ranking may not).
@@ -305,11 +311,11 @@ def answering_quotes(
             return False
         return add(best_matches(text, rest, pool, fallback=fallback, given_figures=given, rarity=weights))
 
+    if leading is not None:  # as a unit, though it may come cut: it is not quoted twice
+        add([next((u for u in units if u.position == leading.position), leading)])
     everything = range(1, len(passages) + 1)
     premise = figures(question)  # the user's own figures: no match for the answer or the question
-    if answer:
-        best(answer, cited or everything, given=premise)
-    if best(question, everything, fallback=not chosen, given=premise, weights=rarity):
+    if best(question, everything, fallback=not answer, given=premise, weights=rarity):
         source = whole[-1].source
         while True:
             covered = set().union(*(content_words(f"{c.text}\n{c.table_header}") for c in whole))
@@ -319,6 +325,9 @@ def answering_quotes(
                 or best(question, everything, same_source=source, given=premise, weights=rarity)
             ):
                 break
+    pool = cited or everything  # what the answer rests on; once all of it is quoted, nothing more
+    if answer and any(u.n in pool for u in units):
+        best(answer, pool, given=premise, fallback=not chosen)
     strongest = sorted(units, key=lambda u: (-u.score, u.position))[:1]
     if strongest and strongest[0].score > max((u.score for u in whole), default=float("-inf")):
         add([u for u in strongest if content_words(u.text) & asked])
