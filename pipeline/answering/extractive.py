@@ -111,6 +111,7 @@ class _Reading:
 
     @property
     def said_by_user(self) -> str:
+        """The question and the user's earlier turns: what the user wrote, nothing the model made up."""
         return f"{self.question}\n{self.conversation}"
 
     def stated_by(self, sentence: str) -> str:
@@ -191,7 +192,10 @@ def compose_answer(
     room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
     quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room, rarity)
     # The unit that carries the answer in what it cites is read for a "not" too, quoted or not.
-    carrying = best_matches(kept_text, units, kept_cited, given_figures=figures(question)) if kept else []
+    evidence_units = [u for u in units if not restates(content_words(question), u)]  # not the user's own
+    carrying = (
+        best_matches(kept_text, evidence_units, kept_cited, given_figures=figures(question)) if kept else []
+    )
     denial = denying_quote(kept_text, [*quotes, *carrying])
     if denial is not None:  # "Yes, ..." printed above a quote that says no: none of it stands
         dropped += [DroppedSentence(sentence, "negation", (denial.text,)) for sentence in kept]

@@ -257,7 +257,6 @@ def answering_quotes(
     """At most ``limit`` units of ``passages`` that answer, in reading order, none twice:
 
     0. ``leading``, when given, whatever else matches (the unit that says no to a "yes");
-
     1. the one that best matches ``question`` in all the passages (a small model often cites the
        neighbouring passage: the unit that answers is quoted whatever the answer cites), its
        words weighed by their ``rarity`` in the collection; the question's own figures are what
