@@ -50,7 +50,7 @@ class ComposedAnswer:
     quotes: list[QuoteCandidate]
     dropped: list[DroppedSentence] = field(default_factory=list)
     corrected: list[str] = field(default_factory=list)  # figures code moved to the right column
-    # A dropped sentence put forward a figure or a name that the passages it cites do not state: the
-    # model filled a gap in the evidence (pipeline.answering.extractive.offers_what_its_sources_lack).
+    # A dropped sentence put forward a figure, a name or a term that the passages it cites do not
+    # state: the model filled a gap in the evidence (extractive.offers_what_its_sources_lack).
     filled_a_gap: bool = False
     stated: list[QuoteCandidate] = field(default_factory=list)  # said word for word: cited, not quoted
