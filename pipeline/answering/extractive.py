@@ -51,9 +51,8 @@ from pipeline.answering.quotes import (
     QuoteCandidate,
     answering_quotes,
     best_matches,
-    content_words,
+    not_restating,
     quote_candidates,
-    restates,
     said_in,
 )
 from pipeline.answering.roles import figures_out_of_role
@@ -192,7 +191,7 @@ def compose_answer(
     room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
     quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room, rarity)
     # The unit that carries the answer in what it cites is read for a "not" too, quoted or not.
-    evidence_units = [u for u in units if not restates(content_words(question), u)]  # not the user's own
+    evidence_units = not_restating(question, units)
     carrying = (
         best_matches(kept_text, evidence_units, kept_cited, given_figures=figures(question)) if kept else []
     )
@@ -362,8 +361,7 @@ def _negating_unit(question: str, reading: _Reading, cited: Collection[int]) -> 
     those cited, or in all the evidence read (the unit quoted under the answer as answering the
     question: a "yes" printed above "... precludes its use as evidence" contradicts its own quote)."""
     everything = range(1, len(reading.passages) + 1)
-    asked = content_words(question)
-    units = [u for u in reading.units if not restates(asked, u)]  # the question's own words decide nothing
+    units = not_restating(question, reading.units)  # the question's own words decide nothing
     for pool in (cited, everything):
         best = best_matches(question, units, pool, fallback=True)
         if best and NEGATION.search(best[0].text):

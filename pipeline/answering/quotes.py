@@ -209,6 +209,12 @@ def restates(asked: AbstractSet[str], unit: QuoteCandidate) -> bool:
     )
 
 
+def not_restating(question: str, units: Sequence[QuoteCandidate]) -> list[QuoteCandidate]:
+    """``units`` less those that :func:`restates` ``question``: the evidence, not the user's own words."""
+    asked = content_words(question)
+    return [u for u in units if not restates(asked, u)]
+
+
 REPEATED_SHARE = 0.8  # of the longer unit's words in the shorter: the same statement set twice
 
 
@@ -278,7 +284,7 @@ def answering_quotes(
     ``MIN_QUOTE_CHARS`` of the room is left. A unit that matches nothing fills no slot.
     """
     asked = content_words(question)
-    units = [u for u in (quote_candidates(passages) if units is None else units) if not restates(asked, u)]
+    units = not_restating(question, quote_candidates(passages) if units is None else units)
     if not units or limit <= 0:
         return []
     chosen: list[QuoteCandidate] = []
