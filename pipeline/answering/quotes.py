@@ -24,18 +24,17 @@ from collections.abc import Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
+from pipeline.answering.quotable import names_a_part, says_enough
 from pipeline.answers import Quote
 from pipeline.figures import figures, stated_figures
 from pipeline.retrieval.context import Passage
-from pipeline.retrieval.ordering import is_list_item, split_sentences
+from pipeline.retrieval.ordering import split_sentences
 from pipeline.text import analyze, is_contents_line
 
 SHARED_FIGURE_WEIGHT = 2.0  # a shared figure outweighs any number of shared words
 RETRIEVAL_WEIGHT = 0.1  # the retrieval score only breaks ties
 MIN_OVERLAP = 0.5  # shared words, over the square root of the unit's words, that make a match
 TERM_SEPARATOR = " — "  # between a definition's term and its description (index_build.docling_blocks)
-MIN_QUOTE_WORDS = 3  # as evidence units: a shorter line of a whole passage is a heading or a link
-_WORDS = re.compile(r"[A-Za-z]{2,}")
 # The cues of a negation: they turn what follows round (:mod:`pipeline.answering.polarity`).
 NEGATION = re.compile(
     r"\b(?:not|no|never|none|neither|nor|cannot|can't|won't|isn't|aren't|wasn't|doesn't|didn't|"
@@ -83,12 +82,6 @@ def excerpt(candidate: QuoteCandidate, match: str, limit: int) -> QuoteCandidate
     return replace(candidate, text=f"{lead}{' '.join(pieces)}{tail}")
 
 
-def says_enough(sentence: str) -> bool:
-    """Whether a line of a passage shown whole can be quoted: three words at least, or a list item
-    (a heading or a link's words, "Query Planning", answer nothing)."""
-    return len(_WORDS.findall(sentence)) >= MIN_QUOTE_WORDS or is_list_item(sentence)
-
-
 def content_words(text: str) -> set[str]:
     """Stemmed words without numbers: figures are matched on their own, and would only dilute the overlap."""
     return {t for t in analyze(text) if not t[0].isdigit()}
@@ -110,8 +103,8 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
                     else ""
                 )
                 page = unit.page or first_page
-                # A sentence unit of fewer than three words is a heading the chunk's text carries
-                # ("20.1. Setting Parameters"): it matches an answer's words and answers nothing.
+                # A heading, caption or pointer the chunk's text carries ("20.1. Setting
+                # Parameters") matches an answer's words and answers nothing (quotable.py).
                 quotable = unit.kind == "row" or says_enough(unit.text)
                 if quotable and not is_contents_line(unit.text):
                     candidates.append(
@@ -120,7 +113,8 @@ def quote_candidates(passages: Sequence[Passage]) -> list[QuoteCandidate]:
                         )
                     )
             else:
-                for sentence in split_sentences(piece.text):
+                lines = [line for line in piece.text.split("\n") if not names_a_part(line)]
+                for sentence in split_sentences("\n".join(lines)):
                     if is_contents_line(sentence) or not says_enough(sentence):
                         continue
                     candidates.append(
