@@ -227,6 +227,21 @@ def test_a_reply_cut_after_a_list_number_does_not_show_the_bare_number():
     assert answer.kept.endswith("2. Copy the data directory [1].")
 
 
+def test_the_steps_left_after_a_dropped_step_are_numbered_again_in_order():
+    evidence = passages("Stop the server. Copy the data directory to a safe place. Start the server.")
+    reply = (
+        "Follow these steps [1]:\n1. Run pg_frobnicate --fast [1].\n2. Stop the server [1].\n"
+        "3. Copy the data directory [1].\n4. Start the server [1]."
+    )
+    answer = compose_answer("How do I back up the data directory?", reply, evidence)
+    assert [d.reason for d in answer.dropped] == ["term"]
+    assert answer.kept.splitlines()[1:] == [
+        "1. Stop the server [1].",
+        "2. Copy the data directory [1].",
+        "3. Start the server [1].",
+    ]
+
+
 def test_a_reply_that_the_documents_do_not_answer_says_so_and_quotes_the_nearest_evidence():
     answer = compose_answer(
         "Which VR headset model does the study use?",

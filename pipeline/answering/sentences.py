@@ -130,9 +130,10 @@ def is_code_block(sentence: str) -> bool:
 
 def joined_sentences(sentences: Sequence[str]) -> str:
     """Kept sentences as one text: a list item on a line of its own (a procedure's steps), a code
-    block on lines of its own."""
+    block on lines of its own, the numbered items numbered again in order (once a step is dropped,
+    "2." and "4." would be left)."""
     text, previous = "", ""
-    for sentence in sentences:
+    for sentence in _numbered_in_order(sentences):
         if not text:
             text = sentence
         elif is_list_item(sentence) or is_code_block(sentence) or is_code_block(previous):
@@ -212,3 +213,19 @@ def copies_a_label(reply: str, labels: Sequence[str]) -> bool:
     is read whole; a label of ``LABEL_CHARS`` or fewer may be a phrase of an answer."""
     flat = " ".join(blank_markers(reply).split())
     return any(len(label) > LABEL_CHARS and " ".join(label.split()) in flat for label in labels)
+
+
+_NUMBERED = re.compile(r"^(\d{1,2})([.)]\s)")
+
+
+def _numbered_in_order(sentences: Sequence[str]) -> list[str]:
+    """``sentences`` with their numbered items ("3. Restart the server.") numbered 1, 2, ... in
+    order; an item the model numbered 1 starts a list again."""
+    renumbered, number = [], 0
+    for sentence in sentences:
+        item = _NUMBERED.match(sentence)
+        if item:
+            number = 1 if item.group(1) == "1" else number + 1
+            sentence = f"{number}{item.group(2)}{sentence[item.end() :]}"
+        renumbered.append(sentence)
+    return renumbered
