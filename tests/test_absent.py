@@ -25,6 +25,12 @@ def test_the_users_own_names_in_the_scene_before_the_question_are_not():
     assert absent_names(question, known) == []
 
 
+def test_an_ellipsis_eliding_syntax_ends_no_sentence():
+    question = "with ALTER ROLE ... IN DATABASE and pool_mode set, which one wins in a session?"
+    assert asking_sentences(question) == [question]
+    assert absent_names(question, known) == ["pool_mode"]
+
+
 def test_a_scene_name_asked_about_again_is_judged():
     question = "We log into tenant_audit. How do I reset the counters in pg_stat_io? And tenant_audit?"
     assert absent_names(question, known) == ["pg_stat_io", "tenant_audit"]

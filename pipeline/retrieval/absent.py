@@ -32,7 +32,9 @@ _NAME = re.compile(
 # a line break. A name's own dots ("customers.email", "v1.2") are followed by no space. Not the
 # passages' splitter (pipeline.retrieval.ordering.split_sentences): it wants a capital after the
 # stop, as prose has, and a chat message often goes on in small letters ("... ranges. is there").
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# An ellipsis ends no sentence: in a question about a manual it elides syntax ("ALTER ROLE ... IN
+# DATABASE", "INSERT ... ON CONFLICT").
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\.\.\.)\s+|\n+")
 
 
 def asking_sentences(question: str) -> list[str]:
