@@ -337,9 +337,10 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
 def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
     """Whether ``sentence`` puts forward a figure, a name or a term (an option, a system path, an
     identifier) that neither the passages it cites nor the user states: what a small model writes
-    when the evidence lacks what was asked ("OPM's total appropriated budget for fiscal year 2013
-    was $81,797 million [1]", "The VR headset model used in the VRULT study is the QENSIU [1][2]",
-    a room named elsewhere, a cloud-init key no page gives).
+    when the evidence lacks what was asked (an agency's "total appropriated budget for fiscal year
+    2013 was $81,797 million [1]", a figure the report gives as something else; "The headset
+    model used in the study is the QENSIU [1][2]", a room named elsewhere, a configuration key no
+    page gives).
 
     Unlike the checks that drop a sentence, a name or term elsewhere in the evidence counts here:
     this tells a draft that had nothing to give from one that gave the evidence badly (a

@@ -5,17 +5,18 @@ off is none, however many of the question's words it shares: matched to the ques
 quote's slot (and its room) from the sentence that answers. Such lines are:
 
 - fewer than three words, unless a list item: a heading or a link's words ("Query Planning");
-- a caption ("Table 4.8. List of tools to provide extra security measures"), or a line all in
-  parentheses ("(In millions) (Unaudited)"): it names a table, whose rows say what it holds;
-- a numbered section heading ("55.3.1. SCRAM-SHA-256 Authentication", "Item 1. Legal
-  Proceedings 51"), or a heading in capitals ("NOTE 1 - ACCOUNTING POLICIES");
-- a pointer ("See Section 21.5 for details."), or a lead-in ("If you simply write:"): it says
+- a caption ("Table 3.2. Options of the backup tool"), or a line all in parentheses ("(In
+  thousands) (Unaudited)"): it names a table, whose rows say what it holds;
+- a numbered section heading ("12.4.1. Password Authentication", "Item 2. Properties 14"), or a
+  heading in capitals ("NOTE 5 - LEASES");
+- a pointer ("See Section 8.3 for details."), or a lead-in ("To do so, write:"): it says
   where, or that something follows, not what;
-- a fragment that a page, column or block break cut ("The workgroup focused on", "of the risks
-  discussed below."): it ends on, or starts with, a word that needs the rest of its sentence.
+- a fragment that a page, column or block break cut ("The committee focused on", "of the
+  changes listed below."): it ends on, or starts with, a word that needs the rest of its
+  sentence.
 
-Past captions and headings, a line of code (a command, a statement: "$ pg_ctl restart", "DROP
-TABLE t;") is judged only by its length: its words are names, not prose. A table row is the
+Past captions and headings, a line of code (a command, a statement: "$ systemctl restart app",
+"DROP TABLE t;") is judged only by its length: its words are names, not prose. A table row is the
 caller's to keep whatever it looks like (its header says what its cells are).
 """
 
@@ -26,7 +27,7 @@ import re
 from pipeline.retrieval.ordering import is_list_item
 
 MIN_QUOTE_WORDS = 3  # as evidence units: a shorter line of a whole passage is a heading or a link
-MAX_POINTER_WORDS = 12  # "See Section 6.3, "The remote access server and utilities (SSH)"."
+MAX_POINTER_WORDS = 12  # "See Section 6.3, "Remote access and its utilities"." still points
 _WORDS = re.compile(r"[A-Za-z]{2,}")
 _CODE = re.compile(r"[;=$#<>{}|`\\]|^\s*[$#>]\s|\b[a-z]+_[a-z_]+\b")
 _CAPTION = re.compile(r"^(?:Table|Figure|Example|Listing|Chart|Exhibit)\s+(?:[A-Z]\.)?\d+(?:[.-]\d+)*\.\s")
@@ -70,7 +71,7 @@ def says_enough(line: str) -> bool:
 def names_a_part(line: str) -> bool:
     """Whether ``line`` is a caption, a line all in parentheses or a numbered section heading: it
     names a part of the document (read as a line before it is cut into sentences, since "Table
-    4.8. List of tools ..." would leave its title behind as a sentence of its own)."""
+    3.2. Options of ..." would leave its title behind as a sentence of its own)."""
     text = line.strip()
     return bool(
         _CAPTION.match(text)
