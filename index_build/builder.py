@@ -59,6 +59,7 @@ from index_build.snapshot import IndexSnapshot, open_live
 from index_build.sources import SourceFile, discover, file_sha256
 from index_build.version import (
     COLLECTIONS,
+    SEARCH_FIELDS_VERSION,
     CollectionData,
     FileRecord,
     write_collection,
@@ -139,7 +140,9 @@ def ingest(
         report.reused = len(documents) - converted
         report.removed = removed
         report.failures = [Failure(path, reason) for path, reason in discovery.skipped] + failures
-        if (converted or removed or previous is None) and all_documents:
+        # An index whose search fields an older docfinder wrote is written again, from what it holds.
+        stale = live is not None and live.manifest.get("search_fields_version", 1) != SEARCH_FIELDS_VERSION
+        if (converted or removed or previous is None or stale) and all_documents:
             writing = time.perf_counter()
             parts = [
                 VersionPart(

@@ -29,6 +29,14 @@ from index_build.document import Block, ParsedDocument
 DESCRIPTION_LIST = "description list"  # docling's name for the list group of an HTML <dl>
 DESCRIPTIONS = "descriptions"  # and for the group of a term's <dd> descriptions
 TERM_SEPARATOR = " — "
+# An entry's term at the start of its block: a name, its options or its type ("lock_timeout
+# (integer)", "-t --target-release"), a few words before the separator, and its description a
+# sentence ("— Sets the ..."). A paragraph's own dash comes after more words, or after a finished
+# sentence, and goes on in small letters ("When you archive — and most sites do — test it").
+_DEFINED_TERM = re.compile(
+    rf"^(?P<term>[^\n.!?]{{1,60}}?){re.escape(TERM_SEPARATOR)}(?=[A-Z0-9\"'(`])", re.MULTILINE
+)
+MAX_TERM_WORDS = 6
 _LINK = re.compile(r"^\[([^\]]*)\]\(([^)]*)\)$")
 _ABSOLUTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//)", re.IGNORECASE)  # a link to another site
 _IMAGE_MARK = "<!-- image -->"  # docling's Markdown for an image
@@ -258,6 +266,14 @@ class _Blocks:
     def _append(self, text: str) -> None:
         last = self.blocks[-1]
         self.blocks[-1] = Block(last.kind, text, last.page, last.level)
+
+
+def defined_terms(text: str) -> list[str]:
+    """The terms of the definition-list entries in a chunk's ``text`` (each block's words before
+    :data:`TERM_SEPARATOR`), in order: what its entries define, as a heading names what its
+    section is about."""
+    found = (match.group("term").strip() for match in _DEFINED_TERM.finditer(text))
+    return [term for term in found if term and len(term.split()) <= MAX_TERM_WORDS]
 
 
 def _joined(text: str, piece: str) -> str:

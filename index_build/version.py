@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from index_build.docling_blocks import defined_terms
 from index_build.records import chunk_to_json, id_hashes, write_records
 from index_build.sources import file_sha256
 from pipeline.errors import IndexCorruptError
@@ -34,6 +35,10 @@ from pipeline.types import Chunk, EvidenceUnit, passage_text, unit_search_text
 # 0.991, 0.992 in single precision; cosine within 1e-5; half the size, built 40 % faster;
 # int8 lost recall, 0.954)
 FORMAT_VERSION = 4
+# What the title/heading BM25 index holds: 2 adds the terms a chunk's definition-list entries
+# define (index_build.docling_blocks.defined_terms). An index of another version is written
+# again at the next ingest, its chunks and embeddings reused.
+SEARCH_FIELDS_VERSION = 2
 MANIFEST = "manifest.json"
 ROWS = "rows.npz"
 FILES = "files.json"
@@ -97,6 +102,12 @@ class CollectionData:
     unit_embeddings: np.ndarray | None = None
 
 
+def search_fields(chunk: Chunk) -> str:
+    """What the fields index holds of ``chunk``: its title, heading path and the terms its
+    definition-list entries define."""
+    return "\n".join([passage_text(chunk.title, chunk.heading_path, ""), *defined_terms(chunk.text)])
+
+
 def write_collection(
     directory: Path, data: CollectionData, bm25: Bm25Params, sparse_threshold: float = DEFAULT_THRESHOLD
 ) -> int:
@@ -117,11 +128,13 @@ def write_collection(
     embeddings = data.embeddings if data.embeddings is not None else np.zeros((0, 0), np.float32)
     np.save(directory / "embeddings.npy", embeddings.astype(np.float32, copy=False))
 
-    # "bm25" indexes title, heading path and text together; "bm25_fields" the title and heading
-    # path alone, so a query can weight matches there against the body (multi-field BM25).
+    # "bm25" indexes title, heading path and text together; "bm25_fields" the title, heading
+    # path and defined terms alone, so a query can weight matches there against the body
+    # (multi-field BM25): a parameter's or an option's own entry names it as a heading does, where
+    # a release note or another chapter only mentions it.
     fields = {
         "bm25": [passage_text(c.title, c.heading_path, c.text, c.context) for c in data.chunks],
-        "bm25_fields": [passage_text(c.title, c.heading_path, "") for c in data.chunks],
+        "bm25_fields": [search_fields(c) for c in data.chunks],
     }
     for name, texts in fields.items():
         retriever = bm25s.BM25(k1=bm25.k1, b=bm25.b, method=bm25.method)
@@ -191,6 +204,7 @@ def write_manifest(
     }
     manifest = {
         "format_version": FORMAT_VERSION,
+        "search_fields_version": SEARCH_FIELDS_VERSION,
         "version": version_id,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "embedder": embedder,
