@@ -1,15 +1,19 @@
 """A question that names a setting finds the entry that defines it, not a page that only mentions
-it: a definition's term is indexed as a heading is (the shapes of the PostgreSQL manual)."""
+it: a definition's term is indexed as a heading is, and the collection that knows the name is the
+one the question is routed to (the shapes of the PostgreSQL manual beside the Debian Reference)."""
 
 from __future__ import annotations
 
 import json
+
+import numpy as np
 
 from index_build.builder import ingest
 from index_build.docling_blocks import defined_terms
 from index_build.layout import live_version_dir
 from index_build.snapshot import open_live
 from index_build.version import SEARCH_FIELDS_VERSION
+from pipeline.retrieval.routing import collection_weights
 
 REFERENCE = """<html><head><title>20.5. Write Ahead Log</title></head><body>
 <h2>20.5.3. Archiving</h2>
@@ -105,3 +109,15 @@ def test_an_index_whose_search_fields_are_older_is_written_again_from_what_it_ho
     rewritten = json.loads((live_version_dir(index) / "manifest.json").read_text())
     assert rewritten["search_fields_version"] == SEARCH_FIELDS_VERSION
     assert not ingest(index, [manual], embedder=embedder).published, "and then it is up to date"
+
+
+def test_the_collection_that_knows_a_questions_name_is_the_nearest_whatever_its_vector():
+    question = np.array([1.0, 0.0])
+    collections = {"debian": np.array([0.9, 0.436]), "postgresql": np.array([0.6, 0.8])}
+    by_vector = collection_weights(question, collections, temperature=0.2)
+    assert by_vector["debian"] == 1.0 and by_vector["postgresql"] < 0.3
+    by_name = collection_weights(question, collections, temperature=0.2, naming=["postgresql"])
+    assert by_name == {"debian": 1.0, "postgresql": 1.0}, "no collection weighs more than the one naming it"
+    farther = {"debian": np.array([0.6, 0.8]), "postgresql": np.array([0.9, 0.436])}
+    weights = collection_weights(question, farther, temperature=0.2, naming=["postgresql"])
+    assert weights["postgresql"] == 1.0 and weights["debian"] < 0.3

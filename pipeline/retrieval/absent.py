@@ -44,11 +44,11 @@ def asking_sentences(question: str) -> list[str]:
     return asking or [question]
 
 
-def named_terms(question: str) -> list[str]:
-    """The technical names of the question's asking sentences, as written, each once (see the
-    module docstring)."""
-    asking = asking_sentences(question)
-    return list(dict.fromkeys(found.group() for sentence in asking for found in _NAME.finditer(sentence)))
+def named_terms(question: str, asking_only: bool = True) -> list[str]:
+    """The technical names of the question's asking sentences (of all of it, without
+    ``asking_only``), as written, each once (see the module docstring)."""
+    read = asking_sentences(question) if asking_only else [question]
+    return list(dict.fromkeys(found.group() for sentence in read for found in _NAME.finditer(sentence)))
 
 
 def absent_names(question: str, known: Callable[[str], bool]) -> list[str]:

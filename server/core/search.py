@@ -8,6 +8,7 @@ bounded pool of search threads, off the event loop.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -20,7 +21,7 @@ from index_build.version import FileRecord
 from pipeline.answers import LOCAL_CALLER, Caller
 from pipeline.errors import InvalidRequestError, NotFoundError
 from pipeline.protocols import Embedder
-from pipeline.retrieval.absent import absent_names
+from pipeline.retrieval.absent import absent_names, named_terms
 from pipeline.retrieval.context import (
     UNIT_SELECTIONS,
     Context,
@@ -276,7 +277,10 @@ class Searcher:
             return request
         vectors = self._collection_vectors(snapshot)
         weights = collection_weights(
-            self._embedder().embed_query(query), {n: vectors[n] for n in names}, temperature
+            self._embedder().embed_query(query),
+            {n: vectors[n] for n in names},
+            temperature,
+            naming=_naming(snapshot, names, query),
         )
         boosts = {name: (request.boosts or {}).get(name, 1.0) * weight for name, weight in weights.items()}
         return replace(request, boosts=boosts)
@@ -347,6 +351,21 @@ class Searcher:
             for name, collection in sorted(snapshot.collections.items())
             if caller.collections is None or name in caller.collections
         ]
+
+
+_LONG_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+def _naming(snapshot: IndexSnapshot, collections: list[str], query: str) -> list[str]:
+    """The ``collections`` whose vocabulary has one of ``query``'s technical names (its
+    CamelCase words and snake_case identifiers, :mod:`pipeline.retrieval.absent`, and its long
+    options, ``--bindir``), when some have and some have not; else none: the names tell them
+    apart no better than the question's vector. Names anywhere in it count, the scene's too: a
+    name one collection alone has says which one the question is about."""
+    names = [*named_terms(query, asking_only=False), *_LONG_OPTION.findall(query)]
+    terms = [analyze(name) for name in names]
+    knowing = [c for c in collections if any(snapshot.knows(t, [c]) for t in terms if t)]
+    return knowing if 0 < len(knowing) < len(collections) else []
 
 
 def _stage(entry: dict[str, Any]) -> dict[str, Any]:
