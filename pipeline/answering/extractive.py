@@ -208,7 +208,7 @@ def compose_answer(
         quotes.sort(key=lambda q: q.position != denial.position)
         return ComposedAnswer(DOCUMENTS_SAY, "denied", "", quotes, dropped, corrected)
     derived, quotes, _ = _rows_the_packs_quote(question, quotes, units, rules)
-    stated = [q for q in quotes if said_in(kept_text, q, question)] if kept_text else []
+    stated = [q for q in quotes if said_in(kept_text, q)] if kept_text else []
     gap = any(offers_what_its_sources_lack(d.sentence, reading) for d in dropped)
     # A line a pack derived from the documents' cells, its inputs shown, is an answer too.
     kept_text = "\n".join(line for line in (kept_text, derived) if line)
