@@ -1036,27 +1036,6 @@ def test_a_quote_the_answer_already_says_word_for_word_is_not_shown_but_stays_ci
     assert not said_in("HRQOL was measured using the Short Form Health Survey 12.", denied)
 
 
-def test_a_quote_that_adds_only_a_label_to_the_answer_is_not_shown():
-    """Manual-qa dev: "Which hospital unit is the study run at?" answered with the unit's name and
-    address, and the form line "Location: <that name and address>" quoted under it. Of a quote's
-    words, one in ten may be other than the answer's; a short quote must be said whole, for a
-    long answer holds most common words; and a quote joining the answer to what the question
-    asks about is the evidence it rests on, shown."""
-    evidence = passages(
-        "Location: The Queen Elizabeth National Spinal Injuries Unit, 1345 Govan Road, Glasgow, G51 4TF.",
-        "Then you are presented with package names to install.",
-        "The cryostat is warmed up every six months.",
-    )
-    answer = "The Queen Elizabeth National Spinal Injuries Unit, 1345 Govan Road, Glasgow, G51 4TF [1]."
-    label, short, tying = quote_candidates(evidence)
-    assert said_in(answer, label)
-    assert not said_in(answer.replace("1345", "1354"), label), "its figure is not the answer's"
-    assert not said_in("The Queen Elizabeth National Spinal Injuries Unit [1].", label)
-    long_answer = "Run the installer: then you pick package names and the names of the versions to install."
-    assert not said_in(long_answer, short), "'presented' is new, and a short quote has no room"
-    assert not said_in("Every six months, as scheduled [3].", tying), "what is warmed up is the quote's"
-
-
 def test_a_dropped_lines_citation_does_not_decide_what_the_kept_lines_rest_on():
     """Manual-qa dev: the draft "[1] Findings 1. OBJECT - TREE(S) 2. (C) ALTITUDE/CLEARANCE - MISJUDGED
     - PILOT IN COMMAND" gives the report's findings under a heading it cites as [1] (the wrong

@@ -221,26 +221,17 @@ def repeats(said: AbstractSet[str], unit: QuoteCandidate) -> bool:
     return len(shorter) >= max(MIN_RESTATED_WORDS, REPEATED_SHARE * len(longer)) and shorter <= longer
 
 
-NEW_WORD_SHARE = 0.1  # of a quote's words, at most, not the answer's: a label ("Location:")
-
-
 def said_in(answer: str, quote: QuoteCandidate) -> bool:
     """Whether ``answer`` already says what ``quote`` says, in the document's words: each of its
-    figures and negations is the answer's, and of its words all but one in ten
-    (``NEW_WORD_SHARE``) are the answer's: the model copied the sentence ("HRQOL was measured
-    using the Short Form Health Survey 12 (SF-12)"), or a label is all the quote adds
-    ("Location:" before the address the answer gives). Shown under the answer, such a quote only
-    says it again; its passage stays cited. A short quote must be said whole (a long answer holds
-    most common words); a quote saying more ("… which includes twelve questions"), a figure more,
-    or "not" where the answer does not, is still shown, and so is one that ties the answer to
-    what the question asks about ("The cryostat is warmed up every six months." under "Every six
-    months [1]"): that is the evidence the answer rests on."""
+    words, figures and negations is the answer's (the model copied the sentence, "HRQOL was
+    measured using the Short Form Health Survey 12 (SF-12)"). Shown under the answer, such a quote
+    only says it again; its passage stays cited. A quote saying one thing more ("… if your database
+    does not use the C locale"), or saying "not" where the answer does not, is still shown."""
     words = set(analyze(quote.text))
     cues = {cue.lower() for cue in NEGATION.findall(quote.text)}
-    new = words - set(analyze(answer))
     return (
         len(words) >= MIN_RESTATED_WORDS
-        and len(new) <= int(NEW_WORD_SHARE * len(words))
+        and words <= set(analyze(answer))
         and figures(quote.text) <= figures(answer)
         and cues <= {cue.lower() for cue in NEGATION.findall(answer)}
     )
