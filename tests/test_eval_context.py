@@ -136,7 +136,7 @@ def test_the_dev_sets_benchmark_scores_the_agent_beside_the_plain_call_half_by_h
     script = [  # per question: the agent's one call, then the plain call
         {"answer": "Net sales were 12,345 [1]."},
         {"answer": "Acme's net sales were 12,345 [1]."},
-        {"answer": "Globex revenue was 98,765 [1]."},
+        {"answer": "Globex revenue was 98,765 [1]. It had 1,111 staff in 7,777 shops [1]."},
         {"answer": "The passages do not say."},
     ]
     model = DummyLM(script, adapter=dspy.JSONAdapter())
@@ -147,6 +147,9 @@ def test_the_dev_sets_benchmark_scores_the_agent_beside_the_plain_call_half_by_h
     assert tune["agent"]["questions"] == held["agent"]["questions"] == 1, "row 0 tunes, row 1 reports"
     # Question 2's answer states one of its two figures; the quote under it holds the other.
     assert held["agent"]["own"] == 0.5 and held["agent"]["whole"] == 1.0 and held["plain"]["own"] == 0.0
+    # Its draft stated both: the sentence with the shops no passage counts was dropped, and its staff.
+    assert held["agent"]["draft"] == 1.0 and held["plain"]["draft"] == 0.0
+    assert report["macro"]["report"]["agent"]["draft"] == 1.0
     assert held["agent"]["answerable_refused"] == [0, 1] and held["plain"]["answerable_refused"] == [1, 1]
     assert held["agent"]["gold_cited"] == 1.0 and held["agent"]["llm_calls"] == {"p50": 1, "max": 1}
     assert report["macro"]["report"]["agent"]["own"] == 0.5
@@ -158,7 +161,7 @@ def test_the_dev_sets_benchmark_scores_the_agent_beside_the_plain_call_half_by_h
     )
     assert [row["drafts"] for row in agent_rows] == [
         ["Net sales were 12,345 [1]."],
-        ["Globex revenue was 98,765 [1]."],
+        ["Globex revenue was 98,765 [1]. It had 1,111 staff in 7,777 shops [1]."],
     ]
     assert all(row["unstated_figures"] == [] for row in rows)
 

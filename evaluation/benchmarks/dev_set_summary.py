@@ -51,16 +51,21 @@ def _measures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     first = [r["first_evidence_s"] for r in rows if r["first_evidence_s"] is not None]
 
     def macro(key: str) -> float | None:
-        return round(statistics.fmean(r[key] / r["wanted"] for r in scored), 4) if scored else None
+        if not scored or any(key not in r for r in scored):  # rows of a run before the measure
+            return None
+        return round(statistics.fmean(r[key] / r["wanted"] for r in scored), 4)
 
     def micro(key: str) -> float | None:
-        return round(sum(r[key] for r in scored) / sum(r["wanted"] for r in scored), 4) if scored else None
+        if not scored or any(key not in r for r in scored):
+            return None
+        return round(sum(r[key] for r in scored) / sum(r["wanted"] for r in scored), 4)
 
     cited = [r["gold_cited"] for r in answerable if r["gold_cited"] is not None]
     return {
         "questions": len(rows),
         "own": macro("own"),
         "own_micro": micro("own"),
+        "draft": macro("draft"),
         "whole": macro("whole"),
         "whole_micro": micro("whole"),
         "context": macro("context"),
@@ -86,7 +91,7 @@ def _measures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-_MACRO_KEYS = ("own", "whole", "context", "gold_cited")
+_MACRO_KEYS = ("own", "draft", "whole", "context", "gold_cited")
 
 
 def _macro(measures: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -21,6 +21,9 @@ What is measured, per question (a row of ``bench-results/answers_<set>.jsonl``):
 
 - **own**: the must-have phrases (techdocs, manual-qa) or gold figures (SEC) in the reply's own
   sentences: its text before the first quoted line;
+- **draft**: the same in what the model first wrote, before any check read it (the plain call's
+  reply is its draft): own below draft is what the checks dropped, draft below the plain call's
+  is what the model did not write from the agent's context and prompt;
 - **whole**: the same in everything the user reads: the sentences, the quotes in the text and
   the evidence listed under it;
 - **context**: the same in the passages the model read;
@@ -301,6 +304,7 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
     """One question's row (see the module docstring)."""
     own = own_sentences(reply.text)
     whole = "\n".join([reply.text, *reply.evidence])
+    drafts = [e["answer"] for e in reply.trace if e.get("step") == Step.GENERATE]
     return {
         "half": question.half,
         "row": question.row,
@@ -315,6 +319,7 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
         "reply_chars": len(reply.text) + sum(len(q) for q in reply.evidence),
         "wanted": wanted(question, measure),
         "own": found(question, own, measure),
+        "draft": found(question, drafts[0] if drafts else reply.text, measure),
         "whole": found(question, whole, measure),
         "context": found(question, "\n".join(reply.context), measure, lenient=True),
         "context_chars": sum(len(c) for c in reply.context),
@@ -327,7 +332,7 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
         "llm_calls": reply.llm_calls,
         "sources": sorted(set(reply.sources)),
         "steps": [e.get("step") for e in reply.trace],
-        "drafts": [e["answer"] for e in reply.trace if e.get("step") == Step.GENERATE],
+        "drafts": drafts,
         # which drafts ran to the token limit (the answer code reads a cut draft differently)
         "drafts_cut": [bool(e.get("cut_off")) for e in reply.trace if e.get("step") == Step.GENERATE],
         "dropped": [d for e in reply.trace if e.get("step") == Step.COMPOSE for d in e["dropped"]],
