@@ -50,15 +50,15 @@ def _measures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     unanswerable = [r for r in rows if not r["answerable"]]
     first = [r["first_evidence_s"] for r in rows if r["first_evidence_s"] is not None]
 
+    def measured(key: str) -> bool:  # rows of a run made before a measure existed lack it
+        return bool(scored) and all(key in r for r in scored)
+
     def macro(key: str) -> float | None:
-        if not scored or any(key not in r for r in scored):  # rows of a run before the measure
-            return None
-        return round(statistics.fmean(r[key] / r["wanted"] for r in scored), 4)
+        return round(statistics.fmean(r[key] / r["wanted"] for r in scored), 4) if measured(key) else None
 
     def micro(key: str) -> float | None:
-        if not scored or any(key not in r for r in scored):
-            return None
-        return round(sum(r[key] for r in scored) / sum(r["wanted"] for r in scored), 4)
+        total = sum(r["wanted"] for r in scored)
+        return round(sum(r[key] for r in scored) / total, 4) if measured(key) else None
 
     cited = [r["gold_cited"] for r in answerable if r["gold_cited"] is not None]
     return {

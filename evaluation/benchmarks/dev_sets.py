@@ -304,7 +304,8 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
     """One question's row (see the module docstring)."""
     own = own_sentences(reply.text)
     whole = "\n".join([reply.text, *reply.evidence])
-    drafts = [e["answer"] for e in reply.trace if e.get("step") == Step.GENERATE]
+    generated = [e for e in reply.trace if e.get("step") == Step.GENERATE]
+    drafts = [e["answer"] for e in generated]
     return {
         "half": question.half,
         "row": question.row,
@@ -334,7 +335,7 @@ def score(question: Question, reply: Reply, measure: Measure) -> dict[str, Any]:
         "steps": [e.get("step") for e in reply.trace],
         "drafts": drafts,
         # which drafts ran to the token limit (the answer code reads a cut draft differently)
-        "drafts_cut": [bool(e.get("cut_off")) for e in reply.trace if e.get("step") == Step.GENERATE],
+        "drafts_cut": [bool(e.get("cut_off")) for e in generated],
         "dropped": [d for e in reply.trace if e.get("step") == Step.COMPOSE for d in e["dropped"]],
     }
 
