@@ -39,6 +39,11 @@ def test_a_refusal_is_read_from_the_answer_not_from_the_documents_it_quotes():
     assert not says_not_answered("The table does not include a primary key; the statement does not list it.")
     assert says_not_answered("The exact release is not specified [2].")
     assert says_not_answered("This information is not available in the provided passages.")
+    # An adverb between "not" and the verb keeps a refusal one (the plain call's words, manual-qa).
+    assert says_not_answered("The VR headset model is not explicitly mentioned in the provided passages.")
+    assert says_not_answered("The default is not specifically stated.")
+    assert says_not_answered("The hold time is not directly given in the report.")
+    assert not says_not_answered("If the timeout is not explicitly set, the default of 0 applies [3].")
     assert not says_not_answered("If the port is not specified, 5432 is used [1].")
     assert not says_not_answered(
         "The index is not used because LIKE needs the C collation, which is not available in the "

@@ -26,6 +26,8 @@ _DOCUMENTS = (
 # "the C collation, which is not available in this locale" are answers (a first sentence read as
 # a refusal threw a whole answer away).
 _SAID = r"(?:specified|provided|given|found|listed|available|included|described|documented)"
+# "not explicitly mentioned", "not specifically stated": the adverb keeps a refusal a refusal.
+_HEDGED = r"(?:(?:explicitly|specifically|directly|clearly|expressly)\s+)?"
 _DOCUMENT_VERBS = (
     r"(?:say|state|answer|contain|mention|specify|provide|include|give|find|list|name|identify|disclose)"
 )
@@ -34,9 +36,9 @@ _REFUSAL = re.compile(
     rf"{_DOCUMENT_VERBS}"
     r"|\b(?:I|we)\s+(?:do\s+not|don't|did\s+not|cannot|could\s+not|can't|am\s+unable\s+to)\s+"
     r"(?:say|answer|find|tell|determine|identify)\b"
-    r"|\bnot\s+(?:stated|mentioned|disclosed)\b"
-    rf"|\bnot\s+{_SAID}\s+(?:in|by|within)\s+(?:the\s+|any\s+|these\s+)?(?:given\s+|provided\s+)?{_DOCUMENTS}"
-    rf"|\b(?:is|are|was|were)\s+not\s+{_SAID}(?=\s*(?:[.!]|$))"
+    rf"|\bnot\s+{_HEDGED}(?:stated|mentioned|disclosed)\b"
+    rf"|\bnot\s+{_HEDGED}{_SAID}\s+(?:in|by|within)\s+(?:the\s+|any\s+|these\s+)?(?:given\s+|provided\s+)?{_DOCUMENTS}"
+    rf"|\b(?:is|are|was|were)\s+not\s+{_HEDGED}{_SAID}(?=\s*(?:[.!]|$))"
     r"|\bno\s+(?:information|mention|details?)\b",
     re.IGNORECASE,
 )
