@@ -37,7 +37,8 @@ _REFUSAL = re.compile(
     r"|\b(?:I|we)\s+(?:do\s+not|don't|did\s+not|cannot|could\s+not|can't|am\s+unable\s+to)\s+"
     r"(?:say|answer|find|tell|determine|identify)\b"
     rf"|\bnot\s+{_HEDGED}(?:stated|mentioned|disclosed)\b"
-    rf"|\bnot\s+{_HEDGED}{_SAID}\s+(?:in|by|within)\s+(?:the\s+|any\s+|these\s+)?(?:given\s+|provided\s+)?{_DOCUMENTS}"
+    rf"|\bnot\s+{_HEDGED}{_SAID}\s+(?:in|by|within)\s+(?:the\s+|any\s+|these\s+)?"
+    rf"(?:given\s+|provided\s+)?{_DOCUMENTS}"
     rf"|\b(?:is|are|was|were)\s+not\s+{_HEDGED}{_SAID}(?=\s*(?:[.!]|$))"
     r"|\bno\s+(?:information|mention|details?)\b",
     re.IGNORECASE,
