@@ -518,3 +518,46 @@ def test_the_hop_chain_of_each_document_is_in_the_trace():
     search = find_evidence(index, index.vector, [question], [], scope, EvidenceConfig(hop_weight=0.2))
     assert len(search.trace["hops"]["q3"]) == 3
     assert "hops" not in find_evidence(index, index.vector, [question], [], scope).trace, "off by default"
+
+
+def _blend_context(hits: list[SearchHit], search: EvidenceSearch, units_for: str) -> list[ContextPiece]:
+    return build_context(
+        hits,
+        ContextConfig(selection="blend", order="document", budget_tokens=64, units_for=units_for),
+        tokenizer=WhitespaceTokenizer(),
+        chunk_vector=lambda c: np.zeros(64),
+        query_vector=np.zeros(64),
+        evidence=search,
+    ).pieces
+
+
+def _hit(doc: str, i: int, score: float) -> SearchHit:
+    text = " ".join(f"{doc}{i}w{j}" for j in range(10))
+    return SearchHit(Chunk(f"{doc}-hit{i}", doc, "c", f"/{doc}.md", doc, (), (1, 1), text, "h"), score)
+
+
+@pytest.mark.parametrize(
+    ("hit_documents", "named", "units_for", "units_shown"),
+    [
+        (("a", "b", "c", "a", "b"), False, "focused", False),  # nothing named, no document dominates
+        (("a", "b", "c", "a", "b"), False, "every", True),
+        (("a", "b", "c", "a", "b"), True, "focused", True),  # the question names its documents
+        (("a", "a", "a", "a", "a"), False, "focused", True),  # the best passages all come from one document
+    ],
+)
+def test_the_blend_gives_units_room_only_when_the_question_is_about_a_document(
+    hit_documents, named, units_for, units_shown
+):
+    """A question about no document in particular reads the passages ranked best, whole, in the
+    whole budget (the fifth passage, not units of the first ones); one about a document gets its units."""
+    hits = [_hit(doc, i, 1.0 - i / 10) for i, doc in enumerate(hit_documents)]
+    units = [ScoredUnit(_unit("a", i), _chunk("a"), 0.9 - i / 100, 0) for i in range(3)]
+    search = EvidenceSearch(units, ["a", "b", "c"], named=named)
+    pieces = _blend_context(hits, search, units_for)
+    shown_units = [p for p in pieces if p.unit is not None]
+    assert bool(shown_units) is units_shown
+    whole = {p.chunk.chunk_id for p in pieces if p.unit is None}
+    if units_shown:
+        assert len(whole) < len(hits), "the units took the room of the passages ranked last"
+    else:
+        assert whole == {h.chunk.chunk_id for h in hits}, "every passage that fits, whole"

@@ -107,11 +107,16 @@ class ScoredUnit:
 
 @dataclass(frozen=True, slots=True)
 class EvidenceSearch:
-    """Candidate units of the needed documents (best first) and those documents in priority order."""
+    """Candidate units of the needed documents (best first) and those documents in priority order.
+
+    ``named``: the question names its documents (its scope narrowed the search to at most
+    ``max_documents`` of them), so the answer lies somewhere in those, however deep.
+    """
 
     units: list[ScoredUnit]
     documents: list[str]
     spread: bool = False
+    named: bool = False
     trace: dict[str, Any] = field(default_factory=dict)
 
 
@@ -168,6 +173,7 @@ def find_evidence(
     """Score the evidence units of the needed documents; see the module docstring."""
     started = time.perf_counter()
     documents = needed_documents(hits, scope, config)
+    named = scope.documents is not None and len(scope.documents) <= config.max_documents
     contents = list(dict.fromkeys(content_query(q, scope) for q in queries))
     terms = [analyze(q) for q in contents]
     query_terms = {t for ts in terms for t in ts}
@@ -193,7 +199,7 @@ def find_evidence(
             )
         )
     if not found:
-        return EvidenceSearch([], documents, scope.spread, _trace(started, documents, 0, contents))
+        return EvidenceSearch([], documents, scope.spread, named, _trace(started, documents, 0, contents))
 
     # One normalisation over every candidate, so that a score means the same in each document.
     unit_scale = _Scale([f.unit_bm25 for f in found], [f.unit_dense for f in found])
@@ -240,7 +246,7 @@ def find_evidence(
         trace["hops"] = chains
     if len(kept) < len(documents):
         trace["weaker_documents_left_out"] = [d for d in documents if d not in kept and d in fused_of]
-    return EvidenceSearch(scored, documents, scope.spread, trace)
+    return EvidenceSearch(scored, documents, scope.spread, named, trace)
 
 
 def dense_hops(

@@ -8,6 +8,14 @@ top passage holds. Measured on the three dev sets at the agent's budget, each al
 some set (whole passages on tables by period, units on manuals and reports), so the budget is
 shared: ``chunk_share`` of it to the passages by retrieval score, the rest to the units
 (:func:`pipeline.retrieval.evidence.select_evidence`) of chunks not already whole in the context.
+
+Units earn their room when the question is about a document: it names it (a company's filing,
+a report), or retrieval's best passages all come from it. A question that names nothing, over
+a corpus of many short pages (a manual), is answered by the pages retrieval ranks best; there
+units of the top pages crowd out the passages ranked next, which hold the answer as often. With
+``units_for = "focused"`` such a question reads the best passages whole in the whole budget: the
+context then holds at least what top-k passages hold on every dev set, but the replies did not
+state more (docs/benchmarks.md), so by default every question gets units.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from dataclasses import replace
 from pipeline.retrieval.context import SELECTIONS, ContextPiece, SelectionInput, choose_passages
 from pipeline.retrieval.evidence import select_evidence
 from pipeline.retrieval.selections.topk import select_topk
+from pipeline.steps import Step
 
 
 @SELECTIONS.register("blend")
@@ -25,6 +34,17 @@ def blend(selection: SelectionInput) -> list[ContextPiece]:
     if search is None:
         raise ValueError("the blend selection needs the in-document search's candidates")
     config = selection.config
+    rank = {doc: i for i, doc in enumerate(search.documents)}
+    if config.units_for == "focused" and not search.named:
+        best = choose_passages(selection, select_topk)
+        if len({piece.chunk.doc_id for piece in best}) > 1:
+            selection.trace.append(
+                {
+                    "step": Step.SELECT_CONTEXT,
+                    "note": "no document named or dominant: the best passages whole",
+                }
+            )
+            return [replace(p, group=rank.get(p.chunk.doc_id, len(rank))) for p in best]
     passage_budget = int(config.budget_tokens * config.chunk_share)
     whole = choose_passages(
         replace(selection, config=config.model_copy(update={"budget_tokens": passage_budget})), select_topk
@@ -35,7 +55,6 @@ def blend(selection: SelectionInput) -> list[ContextPiece]:
     selection.trace.append(search.trace)
     units = select_evidence(rest, config.budget_tokens - used, selection.tokenizer)
     # Whole passages first in their document's group, as the evidence's documents are ordered.
-    rank = {doc: i for i, doc in enumerate(search.documents)}
     return [
         *(replace(p, group=rank.get(p.chunk.doc_id, len(rank))) for p in whole),
         *(ContextPiece(u.chunk, u.unit.text, u.score, u.document_rank, u.unit) for u in units),
