@@ -41,10 +41,8 @@ class ContextConfig(BaseModel):
     selection: str = Field(
         "blend",
         description="How the LLM's context is chosen under the token budget (topk, mmr, fps, sentences, "
-        "evidence, blend, or a registered one); evidence: sentences and table rows of the documents the "
-        "question needs, each document covered first; blend: for the questions of units_for, the best "
-        "passages whole in chunk_share of the budget and evidence units in the rest, for the others the "
-        "best passages whole.",
+        "evidence, blend, or a registered one); evidence: sentences and table rows of the needed documents, "
+        "each covered first; blend: the best passages whole in chunk_share, units in the rest (units_for).",
     )
     order: str = Field(
         "document",
@@ -85,12 +83,8 @@ class ContextConfig(BaseModel):
     )
     units_for: Literal["every", "focused"] = Field(
         "every",
-        description="The blend selection: which questions read evidence units beside whole passages. "
-        "every: every question. focused: a question that names its documents, or whose best passages "
-        "all come from one document; any other reads the best passages whole in the whole budget, as "
-        "top-k does. On the three dev sets' tune halves focused holds more in the context (macro 0.740 "
-        "against 0.730) but its replies stated less on techdocs (own sentences 0.362 against 0.413), "
-        "so every stays.",
+        description="The blend selection's units: for every question, or focused (for one naming its "
+        "documents or whose best passages share one; the others read top-k passages).",
     )
 
     @field_validator("selection")
