@@ -35,16 +35,17 @@ def blend(selection: SelectionInput) -> list[ContextPiece]:
         raise ValueError("the blend selection needs the in-document search's candidates")
     config = selection.config
     rank = {doc: i for i, doc in enumerate(search.documents)}
+
+    def grouped(passages: list[ContextPiece]) -> list[ContextPiece]:
+        """Whole passages in their document's group, as the evidence's documents are ordered."""
+        return [replace(p, group=rank.get(p.chunk.doc_id, len(rank))) for p in passages]
+
     if config.units_for == "focused" and not search.named:
         best = choose_passages(selection, select_topk)
         if len({piece.chunk.doc_id for piece in best}) > 1:
-            selection.trace.append(
-                {
-                    "step": Step.SELECT_CONTEXT,
-                    "note": "no document named or dominant: the best passages whole",
-                }
-            )
-            return [replace(p, group=rank.get(p.chunk.doc_id, len(rank))) for p in best]
+            note = "no document named or dominant: the best passages whole"
+            selection.trace.append({"step": Step.SELECT_CONTEXT, "note": note})
+            return grouped(best)
     passage_budget = int(config.budget_tokens * config.chunk_share)
     whole = choose_passages(
         replace(selection, config=config.model_copy(update={"budget_tokens": passage_budget})), select_topk
@@ -54,8 +55,7 @@ def blend(selection: SelectionInput) -> list[ContextPiece]:
     rest = replace(search, units=[u for u in search.units if u.chunk.chunk_id not in taken])
     selection.trace.append(search.trace)
     units = select_evidence(rest, config.budget_tokens - used, selection.tokenizer)
-    # Whole passages first in their document's group, as the evidence's documents are ordered.
     return [
-        *(replace(p, group=rank.get(p.chunk.doc_id, len(rank))) for p in whole),
+        *grouped(whole),
         *(ContextPiece(u.chunk, u.unit.text, u.score, u.document_rank, u.unit) for u in units),
     ]
