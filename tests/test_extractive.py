@@ -1051,3 +1051,44 @@ def test_a_dropped_lines_citation_does_not_decide_what_the_kept_lines_rest_on():
     answer = compose_answer(asked, reply, evidence)
     assert answer.kind == "answer" and "OBJECT - TREE(S)" in answer.text
     assert [d.sentence for d in answer.dropped] == ["[1] Findings"]
+
+
+def test_a_quote_matching_only_the_words_that_name_the_study_is_not_shown_under_the_answer():
+    """manual-qa dev: under the unit's address, the protocol's "Secondary Objective" was quoted for
+    sharing "VR", "upper limb" and "tetraplegia" with the question: the words that say which study
+    is meant, none of the answer's. A filing's page footer stood under SEC answers the same way."""
+    evidence = passages(
+        "Secondary Objective: to explore the effectiveness of the VR-based upper limb rehabilitation "
+        "intervention for people with tetraplegia during the acute stage.",
+        "Location: The Queen Elizabeth National Spinal Injuries Unit, 1345 Govan Road, Glasgow.",
+    )
+    composed = compose_answer(
+        "Which hospital unit is the VR upper-limb tetraplegia study being run at?",
+        "The study is run at the Queen Elizabeth National Spinal Injuries Unit, 1345 Govan Road, "
+        "Glasgow [2].",
+        evidence,
+    )
+    assert composed.kind == "answer"
+    assert [q.text for q in composed.quotes] == [
+        "Location: The Queen Elizabeth National Spinal Injuries Unit, 1345 Govan Road, Glasgow."
+    ]
+
+
+def test_the_row_the_question_names_stays_under_an_answer_that_leaves_it_out():
+    """SEC dev: asked how operating expenses measure up against revenue, the answer gave the
+    expenses alone; the revenue row answers the rest of the question and stays quoted."""
+    income = table(
+        "2023 Q1 MSFT",
+        "(In millions)\n| | Mar 31, 2023 | Mar 31, 2022 |",
+        "| Operating expenses | 5,476 | 4,903 |",
+        "| Net revenue | 11,715 | 18,353 |",
+        "| Certificates of deposit | 395 | 173 |",
+    )
+    composed = compose_answer(
+        "In Q1 2023, how did the operating expenses measure up against the revenue?",
+        "Operating expenses grew to $5,476 million in Q1 2023 [1].",
+        income,
+    )
+    quoted = [readable_unit(q) for q in composed.quotes]
+    assert "Net revenue — Mar 31, 2023: 11,715, 2022: 18,353" in quoted
+    assert not any("Certificates" in q for q in quoted)

@@ -27,8 +27,10 @@ The kept sentences are the answer's text, as the model wrote them (a procedure's
 their lines). Under it stand at most ``QUOTE_LIMIT`` quotes, each one unit of the evidence the
 model read in the document's own words (:func:`answering_quotes`): the unit that best carries
 the answer among those it cites, the unit that best answers the question, and the one that
-best answers what those two leave of it; never a dump of the context, and never a unit the kept
-sentences already say word for word (:func:`pipeline.answering.quotes.said_in`: it stays cited).
+best answers what those two leave of it; never a dump of the context, never a unit the kept
+sentences already say word for word (:func:`pipeline.answering.quotes.said_in`: it stays cited),
+and never one that bears on nothing they say, matched only by the words naming the document
+(:func:`pipeline.answering.quotes.bearing_on`).
 
 A reply that opens by saying the documents do not answer is kept as such, with the nearest
 evidence quoted (said later, it qualifies an answer); one that copies a passage's label and
@@ -50,6 +52,7 @@ from pipeline.answering.quotes import (
     QUOTE_LIMIT,
     QuoteCandidate,
     answering_quotes,
+    bearing_on,
     best_matches,
     not_restating,
     quote_candidates,
@@ -219,7 +222,7 @@ def compose_answer(
         return replace(composed, dropped=dropped)
     if kept_text:
         text = f"{never_mentioned(absent)} {kept_text}" if absent else kept_text
-        shown = [q for q in quotes if q not in stated]
+        shown = bearing_on(kept_text, question, [q for q in quotes if q not in stated])
         return ComposedAnswer(text, "answer", kept_text, shown, dropped, corrected, gap, stated)
     return ComposedAnswer(DOCUMENTS_SAY, "quotes", "", quotes, dropped, corrected, gap)
 

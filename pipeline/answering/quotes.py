@@ -30,6 +30,7 @@ from pipeline.figures import figures, stated_figures
 from pipeline.retrieval.context import Passage
 from pipeline.retrieval.ordering import split_sentences
 from pipeline.text import analyze, is_contents_line
+from pipeline.types import table_cells
 
 SHARED_FIGURE_WEIGHT = 2.0  # a shared figure outweighs any number of shared words
 RETRIEVAL_WEIGHT = 0.1  # the retrieval score only breaks ties
@@ -235,6 +236,34 @@ def said_in(answer: str, quote: QuoteCandidate) -> bool:
         and figures(quote.text) <= figures(answer)
         and cues <= {cue.lower() for cue in NEGATION.findall(answer)}
     )
+
+
+def bearing_on(answer: str, question: str, quotes: Sequence[QuoteCandidate]) -> list[QuoteCandidate]:
+    """The ``quotes`` that bear on ``answer``: each shares a word or a figure with it, or is a
+    table row whose label the question names (a question on spending against revenue is answered
+    by the revenue row, whatever the answer says of it). Chosen for the question's words, a quote
+    may match only the words that say which document is meant ("the VR upper-limb tetraplegia
+    study": the protocol's "Secondary Objective" under the unit's address; an accident report's
+    header under its probable cause; a filing's page footer): under an answer it supports, it
+    says nothing. Two things keep what answers the question: an answer that shares no word with
+    the question answers another one, and keeps every quote ("The airplane was substantially
+    damaged" for the pilot's flight hours); and one quote stands under any answer, the first, when
+    none bears on it."""
+    said, said_figures, asked = content_words(answer), figures(answer), content_words(question)
+    if not said & asked:
+        return list(quotes)
+    bearing = [
+        q
+        for q in quotes
+        if content_words(q.text) & said
+        or stated_figures(said_figures, figures(q.text))
+        or (q.table_header and content_words(_row_label(q.text)) & asked)
+    ]
+    return bearing or list(quotes[:1])
+
+
+def _row_label(row: str) -> str:
+    return next((cell for cell in table_cells(row.split("\n", 1)[0]) if cell), "")
 
 
 QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone
