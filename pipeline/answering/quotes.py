@@ -263,6 +263,7 @@ def bearing_on(answer: str, question: str, quotes: Sequence[QuoteCandidate]) -> 
 
 
 def _row_label(row: str) -> str:
+    """A table row's label: the first cell of its first line that is not empty."""
     return next((cell for cell in table_cells(row.split("\n", 1)[0]) if cell), "")
 
 
