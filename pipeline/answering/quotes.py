@@ -257,14 +257,14 @@ def bearing_on(answer: str, question: str, quotes: Sequence[QuoteCandidate]) -> 
         for q in quotes
         if content_words(q.text) & said
         or stated_figures(said_figures, figures(q.text))
-        or (q.table_header and content_words(_row_label(q.text)) & asked)
+        or (q.table_header and content_words(first_cell(q)) & asked)
     ]
     return bearing or list(quotes[:1])
 
 
-def _row_label(row: str) -> str:
-    """A table row's label: the first cell of its first line that is not empty."""
-    return next((cell for cell in table_cells(row.split("\n", 1)[0]) if cell), "")
+def first_cell(unit: QuoteCandidate) -> str:
+    """A row's label: the first cell of its first line."""
+    return table_cells(unit.text.strip().split("\n")[0])[0]
 
 
 QUOTE_CHARS = 400  # characters the quotes under an answer hold together, about, when they stand alone

@@ -36,10 +36,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pipeline.answering.quotes import QuoteCandidate, content_words
+from pipeline.answering.quotes import QuoteCandidate, content_words, first_cell
 from pipeline.citations import blank_markers
 from pipeline.figures import figures, stated_figures, written_forms
-from pipeline.types import header_groups, table_cells
+from pipeline.types import header_groups
 
 _ACRONYM = re.compile(r"\b[A-Z](?:[A-Z]|[&/][A-Z])+\b")
 _NOT_INITIALS = frozenset({"and", "of", "the", "for", "in", "on", "to", "&"})
@@ -52,11 +52,6 @@ _SAME_WORD = {"revenu": "sale"}  # stems: a filing's "net sales" is its revenue
 
 def is_table_row(unit: QuoteCandidate) -> bool:
     return unit.text.lstrip().startswith("|")
-
-
-def first_cell(unit: QuoteCandidate) -> str:
-    """A row's label: the first cell of its first line."""
-    return table_cells(unit.text.strip().split("\n")[0])[0]
 
 
 def row_label(unit: QuoteCandidate) -> str:
