@@ -51,8 +51,9 @@ MIN_SENTENCE_WORDS = 3
 # lists cut into items, no sentence end after an abbreviation or initial; 4: inline bullets;
 # 5: running headers and footers left out; 6: definition entries and code blocks whole; 7: no
 # sentence end at an ellipsis; 8: a table's words without its links' targets and padding; 9: a
-# long code block cut between its lines, a table of contents left out).
-EVIDENCE_VERSION = 9
+# long code block cut between its lines, a table of contents left out; 10: a PDF's running
+# footers and page numbers dropped where they end a page above its bottom edge).
+EVIDENCE_VERSION = 10
 FURNITURE_MIN_PAGES = 4
 FURNITURE_SHARE = 0.15
 _PAGE_NUMBER_AT_AN_END = re.compile(r"^(?:page\s+)?\d{1,4}\b\s*|\s*\b(?:page\s+)?\d{1,4}$", re.IGNORECASE)
