@@ -47,7 +47,6 @@ _BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
 HEADING_MAX_WORDS = 14
 HEADING_HEIGHT_RATIO = 1.18
 EDGE_FRACTION = 0.07
-FURNITURE_LINES = 2  # running lines dropped at most at each end of a page
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,17 +169,15 @@ def drop_running_headers(pages: list[list[Line]], page_heights: list[float]) -> 
             or line.bottom > (1 - EDGE_FRACTION) * height
         )
 
+    counts: Counter[str] = Counter()
+    for lines, height in zip(pages, page_heights):
+        counts.update({key(ln) for i, ln in enumerate(lines) if at_an_end(i, lines, height)})
     threshold = max(3, len(pages) // 3)
-    for _ in range(FURNITURE_LINES):  # a footer above a page number: one end line, then the next
-        counts: Counter[str] = Counter()
-        for lines, height in zip(pages, page_heights):
-            counts.update({key(ln) for i, ln in enumerate(lines) if at_an_end(i, lines, height)})
-        repeated = {k for k, n in counts.items() if n >= threshold}
-        pages = [
-            [ln for i, ln in enumerate(lines) if not (at_an_end(i, lines, height) and key(ln) in repeated)]
-            for lines, height in zip(pages, page_heights)
-        ]
-    return pages
+    repeated = {k for k, n in counts.items() if n >= threshold}
+    return [
+        [ln for i, ln in enumerate(lines) if not (at_an_end(i, lines, height) and key(ln) in repeated)]
+        for lines, height in zip(pages, page_heights)
+    ]
 
 
 def body_height(lines: list[Line]) -> float:

@@ -88,21 +88,23 @@ def test_running_headers_repeated_at_the_page_edge_are_dropped():
 
 
 def test_a_footer_or_page_number_ending_pages_above_their_edge_is_dropped():
-    """A 10-Q's footer sits just under each page's last text, 200 to 600 points down: not near
-    the edge, yet the page's last line on every page; a repeated line inside a page stays."""
-    pages = []
-    for number, end in zip(range(1, 6), (300, 520, 610, 450, 380)):
-        words = (
-            row(60, (50, f"Body of page {number}: {BODIES[number]}."))
-            + row(80, (50, "Net sales | 81,797 | 82,959"))
-            + row(end, (50, f"Example Corp | Q3 2023 Form 10-Q | {number}"))
-            + (row(end + 20, (300, str(number))) if number % 2 else [])
-        )
-        pages.append(words_to_lines(words, page=number))
-    kept = drop_running_headers(pages, [792.0] * 5)
-    assert [[ln.text for ln in page] for page in kept] == [
-        [f"Body of page {n}: {BODIES[n]}.", "Net sales | 81,797 | 82,959"] for n in range(1, 6)
-    ]
+    """A 10-Q's footer, or a bare page number, sits just under each page's last text, 200 to 600
+    points down: not near the edge, yet the page's last line; a line repeated inside every page
+    stays."""
+    ends = (300, 520, 610, 450, 380)
+    for footer in ("Example Corp | Q3 2023 Form 10-Q | {}", "{}"):
+        pages = []
+        for number, end in zip(range(1, 6), ends):
+            words = (
+                row(60, (50, f"Body of page {number}: {BODIES[number]}."))
+                + row(80, (50, "Net sales | 81,797 | 82,959"))
+                + row(end, (300, footer.format(number)))
+            )
+            pages.append(words_to_lines(words, page=number))
+        kept = drop_running_headers(pages, [792.0] * 5)
+        assert [[ln.text for ln in page] for page in kept] == [
+            [f"Body of page {n}: {BODIES[n]}.", "Net sales | 81,797 | 82,959"] for n in range(1, 6)
+        ]
 
 
 def test_a_numbered_heading_set_apart_by_a_tab_stop_is_a_heading():
