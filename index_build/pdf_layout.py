@@ -148,12 +148,11 @@ def drop_running_headers(pages: list[list[Line]], page_heights: list[float]) -> 
     text recurs there on at least a third of the pages.
 
     A line is at the top or bottom when it lies near the page's edge, or when it is the page's
-    first or last line: a filing's footer ("Apple Inc. | Q3 2023 Form 10-Q | 11") and a bare
-    page number are set just under the page's last text, which ends higher on some pages than
-    on others (SEC 10-Qs: Apple's footer 212 to 663 points down a 792-point page on 23 of 29
-    pages, a page number ending 43 to 67 pages of each Amazon, Microsoft and NVIDIA filing).
-    Left in, they stood in the chunks the model reads and were quoted as the evidence that
-    came closest to a question about the filing.
+    first or last line: a report's footer ("Example Corp | Form 10-Q | 11") or a bare page number
+    is often set just under the page's last text, which ends higher on some pages than on others,
+    far from the edge. Left in, such lines stand in the chunks the model reads and are quoted as
+    the evidence that comes closest to a question about the document (docs/benchmarks.md,
+    3 December, twenty-fourth session).
     """
     if len(pages) < 3:
         return pages
@@ -161,22 +160,23 @@ def drop_running_headers(pages: list[list[Line]], page_heights: list[float]) -> 
     def key(line: Line) -> str:
         return re.sub(r"\d+", "#", line.text.lower()).strip()
 
-    def at_an_end(index: int, lines: list[Line], height: float) -> bool:
-        line = lines[index]
-        return (
-            index in (0, len(lines) - 1)
+    def ends(lines: list[Line], height: float) -> set[int]:
+        """The positions of the page's lines at its top or bottom."""
+        return {
+            i
+            for i, line in enumerate(lines)
+            if i in (0, len(lines) - 1)
             or line.top < EDGE_FRACTION * height
             or line.bottom > (1 - EDGE_FRACTION) * height
-        )
+        }
 
-    counts: Counter[str] = Counter()
-    for lines, height in zip(pages, page_heights):
-        counts.update({key(ln) for i, ln in enumerate(lines) if at_an_end(i, lines, height)})
+    page_ends = [ends(lines, height) for lines, height in zip(pages, page_heights)]
+    counts = Counter(k for lines, at in zip(pages, page_ends) for k in {key(lines[i]) for i in at})
     threshold = max(3, len(pages) // 3)
     repeated = {k for k, n in counts.items() if n >= threshold}
     return [
-        [ln for i, ln in enumerate(lines) if not (at_an_end(i, lines, height) and key(ln) in repeated)]
-        for lines, height in zip(pages, page_heights)
+        [line for i, line in enumerate(lines) if not (i in at and key(line) in repeated)]
+        for lines, at in zip(pages, page_ends)
     ]
 
 
