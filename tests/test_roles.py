@@ -83,3 +83,26 @@ def test_numbers_inside_names_are_no_quantities():
     question = "What was Intel's R&D expenditure, and which initiatives were prioritized?"
     assert figures_out_of_role("The IDM 2.0 strategy was prioritized [1].", question, passages) == set()
     assert figures_out_of_role("Run DETACH PARTITION events_2023_01 [2].", question, passages) == set()
+
+
+FORM = (
+    "Aircraft Make: Piper Registration: N5921D Model/Series: PA-22-150 Time Since Last Inspection: "
+    "7 Hours Engines: 1 Reciprocating Airframe Total Time: 3861 Hours at time of Engine Manufacturer: "
+    "Lycoming accident ELT: Installed"
+)
+
+
+def test_a_form_fields_figure_is_what_its_label_says():
+    """A line of form fields read across two columns holds every field's words ("Engine" beside
+    the airframe's total time): a figure there is in the role its field's label gives it."""
+    question = "How many hours had the PA-22's engine run since its last overhaul when it crashed?"
+    claimed = "The PA-22's engine had run 3861 hours since its last overhaul when it crashed [1]."
+    assert figures_out_of_role(claimed, question, report(FORM)) == {"3861"}
+    composed = compose_answer(question, claimed, report(FORM))
+    assert [d.reason for d in composed.dropped] == ["role"] and composed.filled_a_gap
+    asked = "What was the airframe's total time when the PA-22 crashed?"
+    stated = "The airframe's total time was 3861 hours when the PA-22 crashed [1]."
+    assert figures_out_of_role(stated, asked, report(FORM)) == set()
+    # The same words as prose, not fields, are read whole as before.
+    prose = "The engine had 3861 hours on the airframe since the overhaul, when it crashed."
+    assert figures_out_of_role(claimed, question, report(prose)) == set()

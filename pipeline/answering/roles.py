@@ -19,9 +19,13 @@ report?", claims no role of the question's, and one word alone may be the user's
 the document's ("Apple's revenue was $81,797 million" from the row "Total net sales").
 
 The check is loose on purpose: any passage stating the figure, cited or not, and any one of the
-role's words will do. A figure no passage states is the figure check's. A number inside a name is
-no quantity: an identifier's ("events_2023_01") or a version's ("IDM 2.0", "PostgreSQL 15": a
-bare number after a capitalised word).
+role's words will do. One place is read more narrowly: a line of form fields ("Label: value"
+three times or more, an accident report's or a protocol's cover page), where the line holds
+every field's words and only the field's label says what its figure is ("Airframe Total Time:
+3861 Hours" beside "Engine Manufacturer" is no engine's time since overhaul). A figure no
+passage states is the figure check's. A number inside a name is no quantity: an identifier's
+("events_2023_01") or a version's ("IDM 2.0", "PostgreSQL 15": a bare number after a
+capitalised word).
 """
 
 from __future__ import annotations
@@ -48,13 +52,6 @@ _IDENTIFIER = re.compile(r"\w*_\w*")
 _VERSION = re.compile(r"\b([A-Z][\w-]*\s+)\d+(?:\.\d+)*(?![.,]?\d)(?!\s*(?:%|percent))")
 
 
-def _described(passage: Passage) -> str:
-    """What says what a passage's figures are: its innermost heading, its text, and for a table
-    row its table's header and row group."""
-    around = [f"{piece.unit.table_header} {piece.unit.row_group}" for piece in passage.pieces if piece.unit]
-    return "\n".join((*passage.chunk.heading_path[-1:], *around, passage.text))
-
-
 def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage]) -> set[str]:
     """The figures of ``sentence`` that ``passages`` state, but none of them next to a word the
     sentence takes from the question (see the module docstring)."""
@@ -67,8 +64,9 @@ def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage
     numbers = [all_numbers(p.text) for p in passages]  # once, not once per figure
     misplaced = set()
     for figure in claimed:
-        stating = [p for p, stated in zip(passages, numbers) if figure_forms(figure) & stated]
-        if stating and not any(_speaks_of(asked, p) for p in stating):
+        forms = figure_forms(figure)
+        stating = [p for p, stated in zip(passages, numbers) if forms & stated]
+        if stating and not any(_speaks_of(asked, p, forms) for p in stating):
             misplaced.add(figure)
     return misplaced
 
@@ -84,8 +82,36 @@ def _quantities_only(sentence: str) -> str:
     return _VERSION.sub(r"\1", _IDENTIFIER.sub(" ", sentence))
 
 
-def _speaks_of(asked: set[str], passage: Passage) -> bool:
+def _speaks_of(asked: set[str], passage: Passage, forms: set[str]) -> bool:
     """Whether ``passage`` holds one of the ``asked`` words beyond those of its document's title
-    (when every one is the title's, nothing tells: it does)."""
+    next to the figure (one of ``forms``): in what describes the passage's figures, or where the
+    figure stands (when every word is the title's, nothing tells: it does)."""
     role = asked - content_words(passage.chunk.title)
-    return not role or bool(role & content_words(_described(passage)))
+    if not role:
+        return True
+    around = [f"{piece.unit.table_header} {piece.unit.row_group}" for piece in passage.pieces if piece.unit]
+    described = "\n".join((*passage.chunk.heading_path[-1:], *around, *_where_stated(passage.text, forms)))
+    return bool(role & content_words(described))
+
+
+_FIELD_LABEL = re.compile(r"((?:[A-Za-z][\w/().'-]*\s+){0,3}[A-Za-z][\w/().'-]*):\s")
+MIN_FORM_FIELDS = 3  # "Label: value" pairs that make a line a form's fields rather than prose
+
+
+def _where_stated(text: str, forms: set[str]) -> list[str]:
+    """``text``'s lines as they describe a figure of ``forms``: each whole, but a line of form
+    fields ("Time Since Last Inspection: 7 Hours Engines: 1 Reciprocating Airframe Total Time:
+    3861 Hours ...") by the labels of the fields that state the figure, if any. A form's line holds
+    every field's words (read across two columns, "Engine Manufacturer" beside the airframe's
+    total time), and only a field's label says what its value is."""
+    described = []
+    for line in text.split("\n"):
+        labels = list(_FIELD_LABEL.finditer(line))
+        if len(labels) < MIN_FORM_FIELDS:
+            described.append(line)
+            continue
+        for label, following in zip(labels, [*labels[1:], None]):
+            value = line[label.end() : following.start() if following else len(line)]
+            if forms & all_numbers(value):
+                described.append(label.group(1))
+    return described
