@@ -222,3 +222,8 @@ def test_a_runs_drafts_replayed_through_todays_code_give_the_runs_answers(tmp_pa
     assert [r["whole"] for r in replayed] == [r["whole"] for r in run]
     assert [r["drafts"] for r in replayed] == [r["drafts"] for r in run]
     assert [r["drafts_cut"] for r in replayed] == [[False], [True]], "a cut draft is replayed cut"
+    # A draft the run read whole though it ends without a full stop is replayed whole.
+    unstopped = "Net sales were 12,345 [1], as the filing shows"
+    run[0] = {**run[0], "drafts": [unstopped], "drafts_cut": [False]}
+    again = replay_rows(run[:1], load_settings(), cache_dir=tmp_path / "cache", sets=[mini])
+    assert again[0]["drafts_cut"] == [False] and "as the filing shows" in again[0]["answer"]

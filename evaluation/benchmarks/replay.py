@@ -6,13 +6,14 @@ an earlier ``make bench ONLY=answers`` run recorded (``drafts`` in the agent row
 ``bench-results/answers_<set>.jsonl``) in minutes, where a live run of the embedded model takes
 an hour or two: every question is asked again through the service, and the scripted LM writes
 that question's drafts in the order the run's model wrote them (a rewrite of the search is the
-question again; a draft asked for beyond those recorded repeats the last; a draft the run records
-as cut at the token limit is written with an unfinished clause after it, so that the answer code
-sees it cut, as it did in the run; the scripted LM reports no tokens, so a draft the run did not
-cut but that ends without a full stop, "… About This Report, p. 11", is read as cut here and
-loses its last words). Retrieval is deterministic, so the model's citations keep their meaning
-as long as the index and the retrieval code are the run's; a change that alters the context
-needs a live run.
+question again; a draft asked for beyond those recorded repeats the last; the scripted LM reports
+each draft's tokens as far as the answer code reads them: every token allowed for a draft the run
+records as cut at the token limit (written with an unfinished clause after it, as the model's
+words went on past the last one recorded), fewer for one it did not, so a draft ending without a
+full stop, "… About This Report, p. 11", is read whole, as in the run; rows recorded before 29
+November say neither and report no tokens: a draft of theirs ending mid-sentence is read as
+cut). Retrieval is deterministic, so the model's citations keep their meaning as long as the
+index and the retrieval code are the run's; a change that alters the context needs a live run.
 
 The replayed rows are scored like the run's (:func:`evaluation.benchmarks.dev_sets.score`) and
 summarised beside the run's plain rows, so the bench's table and targets come out as if the run
@@ -28,10 +29,13 @@ import asyncio
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import dspy
+from dspy.clients.engines.dummy_engine import AsyncDummyEngine, DummyEngine
+from dspy.lm15 import Usage
 from dspy.utils import DummyLM
 
 from evaluation.answers import indexed_dataset
@@ -41,28 +45,47 @@ from evaluation.questions import Question, dataset_docs, load_questions
 from server.service import open_service
 from server.settings import Settings, load_settings
 
-UNFINISHED = " and the"  # after a draft the run's model cut off at its token limit
+UNFINISHED = " and the"  # after a draft the run's model cut off at its token limit: words went on
+WHOLE_DRAFT_TOKENS = 1  # reported for a draft the run did not cut: any count under the limit
 
 
 class Drafts(DummyLM):
-    """An LM that writes a run's drafts for the question being asked (:meth:`asking`)."""
+    """An LM that writes a run's drafts for the question being asked (:meth:`asking`), each with
+    the tokens the answer code reads a cut from (``answer_tokens``: the run's limit)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer_tokens: int) -> None:
         self.script = _Script()
+        self.answer_tokens = answer_tokens
         super().__init__(self.script, adapter=dspy.JSONAdapter())
+        self._engine_spec = _CountingEngine(self)  # DummyLM's engine, reporting the draft's tokens
+        self._async_engine_spec = AsyncDummyEngine(self._engine_spec)
 
     def asking(self, question: str, drafts: Sequence[str], cut: Sequence[bool] = ()) -> None:
-        cut_at = {i for i, was_cut in enumerate(cut) if was_cut}  # rows before 29 Nov record none
+        # Rows before 29 Nov record no cuts: their drafts report no tokens.
+        tokens = [self.answer_tokens if was_cut else WHOLE_DRAFT_TOKENS for was_cut in cut]
+        cut_at = {i for i, was_cut in enumerate(cut) if was_cut}
         written = [f"{draft}{UNFINISHED}" if i in cut_at else draft for i, draft in enumerate(drafts)]
-        self.script.start(question.strip(), written or ["The documents do not say."])
+        self.script.start(question.strip(), written or ["The documents do not say."], tokens)
+
+
+class _CountingEngine(DummyEngine):
+    """DummyLM's engine with the written draft's tokens in the response's usage (none for a call
+    that writes no draft: the query's rewrite)."""
+
+    def _complete_messages(self, messages):  # type: ignore[no-untyped-def]
+        self.owner.script.tokens = 0
+        response = super()._complete_messages(messages)
+        tokens = self.owner.script.tokens
+        return replace(response, usage=Usage(input_tokens=0, output_tokens=tokens, total_tokens=tokens))
 
 
 class _Script(dict):
     """DummyLM's answers for the question being asked, built afresh for each call (DummyLM reads
     its answers' ``items()`` on every call and formats the first whose key the prompt holds)."""
 
-    def start(self, question: str, drafts: list[str]) -> None:
+    def start(self, question: str, drafts: list[str], tokens: Sequence[int]) -> None:
         self.question, self.drafts, self.written = question, drafts, 0
+        self.draft_tokens, self.tokens = list(tokens), 0
 
     def items(self):  # type: ignore[override]
         return [
@@ -79,7 +102,9 @@ class _NextDraft(dict):
         self.script = script
 
     def items(self):  # type: ignore[override]
-        draft = self.script.drafts[min(self.script.written, len(self.script.drafts) - 1)]
+        at = min(self.script.written, len(self.script.drafts) - 1)
+        draft = self.script.drafts[at]
+        self.script.tokens = self.script.draft_tokens[at] if at < len(self.script.draft_tokens) else 0
         self.script.written += 1
         return [("answer", draft)]
 
@@ -107,7 +132,7 @@ def replay_rows(
 async def _replay_set(
     settings: Settings, dev_set: DevSet, questions: list[Question], rows: Mapping[int, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    lm = Drafts()
+    lm = Drafts(settings.agent.answer_tokens)
     by_ident = {q.ident: q for q in questions if q.ident}
     by_text = {r["question"]: r for r in rows.values()}
     conversations: dict[str, str] = {}
