@@ -84,13 +84,15 @@ def _quantities_only(sentence: str) -> str:
 
 def _speaks_of(asked: set[str], passage: Passage, forms: set[str]) -> bool:
     """Whether ``passage`` holds one of the ``asked`` words beyond those of its document's title
-    next to the figure (one of ``forms``): in what describes the passage's figures, or where the
-    figure stands (when every word is the title's, nothing tells: it does)."""
+    where it describes the figure (one of ``forms``): its innermost heading, a row's table header
+    and row group, its lines (a form's line by the labels of the fields stating the figure); when
+    every word is the title's, nothing tells: it does."""
     role = asked - content_words(passage.chunk.title)
     if not role:
         return True
     around = [f"{piece.unit.table_header} {piece.unit.row_group}" for piece in passage.pieces if piece.unit]
-    described = "\n".join((*passage.chunk.heading_path[-1:], *around, *_where_stated(passage.text, forms)))
+    lines = _lines_describing(passage.text, forms)
+    described = "\n".join((*passage.chunk.heading_path[-1:], *around, *lines))
     return bool(role & content_words(described))
 
 
@@ -98,7 +100,7 @@ _FIELD_LABEL = re.compile(r"((?:[A-Za-z][\w/().'-]*\s+){0,3}[A-Za-z][\w/().'-]*)
 MIN_FORM_FIELDS = 3  # "Label: value" pairs that make a line a form's fields rather than prose
 
 
-def _where_stated(text: str, forms: set[str]) -> list[str]:
+def _lines_describing(text: str, forms: set[str]) -> list[str]:
     """``text``'s lines as they describe a figure of ``forms``: each whole, but a line of form
     fields ("Time Since Last Inspection: 7 Hours Engines: 1 Reciprocating Airframe Total Time:
     3861 Hours ...") by the labels of the fields that state the figure, if any. A form's line holds
