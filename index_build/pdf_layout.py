@@ -148,7 +148,7 @@ def drop_running_headers(pages: list[list[Line]], page_heights: list[float]) -> 
     text recurs there on at least a third of the pages.
 
     A line is at the top or bottom when it lies near the page's edge, or when it is the page's
-    first or last line: a report's footer ("Example Corp | Form 10-Q | 11") or a bare page number
+    first or last line: a report's footer ("<publisher> | <report> | 11") or a bare page number
     is often set just under the page's last text, which ends higher on some pages than on others,
     far from the edge. Left in, such lines stand in the chunks the model reads and are quoted as
     the evidence that comes closest to a question about the document (docs/benchmarks.md,

@@ -10,7 +10,7 @@ question again; a draft asked for beyond those recorded repeats the last; the sc
 each draft's tokens as far as the answer code reads them: every token allowed for a draft the run
 records as cut at the token limit (written with an unfinished clause after it, as the model's
 words went on past the last one recorded), fewer for one it did not, so a draft ending without a
-full stop, "… About This Report, p. 11", is read whole, as in the run; rows recorded before 29
+full stop, "… <heading>, p. 11", is read whole, as in the run; rows recorded before 29
 November say neither and report no tokens: a draft of theirs ending mid-sentence is read as
 cut). Retrieval is deterministic, so the model's citations keep their meaning as long as the
 index and the retrieval code are the run's; a change that alters the context needs a live run.
@@ -61,11 +61,12 @@ class Drafts(DummyLM):
         self._async_engine_spec = AsyncDummyEngine(self._engine_spec)
 
     def asking(self, question: str, drafts: Sequence[str], cut: Sequence[bool] = ()) -> None:
+        drafts = list(drafts) or ["The documents do not say."]
         # Rows before 29 Nov record no cuts: their drafts report no tokens.
-        tokens = [self.answer_tokens if was_cut else WHOLE_DRAFT_TOKENS for was_cut in cut]
-        cut_at = {i for i, was_cut in enumerate(cut) if was_cut}
-        written = [f"{draft}{UNFINISHED}" if i in cut_at else draft for i, draft in enumerate(drafts)]
-        self.script.start(question.strip(), written or ["The documents do not say."], tokens)
+        flags = [*cut[: len(drafts)], *[None] * (len(drafts) - len(cut))]
+        written = [f"{draft}{UNFINISHED}" if was_cut else draft for draft, was_cut in zip(drafts, flags)]
+        reported = {True: self.answer_tokens, False: WHOLE_DRAFT_TOKENS, None: 0}
+        self.script.start(question.strip(), written, [reported[was_cut] for was_cut in flags])
 
 
 class _CountingEngine(DummyEngine):
@@ -104,7 +105,7 @@ class _NextDraft(dict):
     def items(self):  # type: ignore[override]
         at = min(self.script.written, len(self.script.drafts) - 1)
         draft = self.script.drafts[at]
-        self.script.tokens = self.script.draft_tokens[at] if at < len(self.script.draft_tokens) else 0
+        self.script.tokens = self.script.draft_tokens[at]
         self.script.written += 1
         return [("answer", draft)]
 

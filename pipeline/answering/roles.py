@@ -19,13 +19,11 @@ report?", claims no role of the question's, and one word alone may be the user's
 the document's ("Apple's revenue was $81,797 million" from the row "Total net sales").
 
 The check is loose on purpose: any passage stating the figure, cited or not, and any one of the
-role's words will do. One place is read more narrowly: a line of form fields ("Label: value"
-three times or more, an accident report's or a protocol's cover page), where the line holds
-every field's words and only the field's label says what its figure is ("Airframe Total Time:
-3861 Hours" beside "Engine Manufacturer" is no engine's time since overhaul). A figure no
-passage states is the figure check's. A number inside a name is no quantity: an identifier's
-("events_2023_01") or a version's ("IDM 2.0", "PostgreSQL 15": a bare number after a
-capitalised word).
+role's words will do. One place is read more narrowly: a line of form fields ("Label: value" three
+times or more, as on a form or a cover page), where the line holds every field's words and only a
+field's label says what its figure is. A figure no passage states is the figure check's. A number
+inside a name is no quantity: an identifier's ("events_2023_01") or a version's ("Plan 2.0",
+"Release 15": a bare number after a capitalised word).
 """
 
 from __future__ import annotations
@@ -50,6 +48,9 @@ _DATING = content_words(
 MIN_ROLE_WORDS = 2
 _IDENTIFIER = re.compile(r"\w*_\w*")
 _VERSION = re.compile(r"\b([A-Z][\w-]*\s+)\d+(?:\.\d+)*(?![.,]?\d)(?!\s*(?:%|percent))")
+# A form field's label, up to four words before its colon ("Net Weight: 380 kg").
+_FIELD_LABEL = re.compile(r"((?:[A-Za-z][\w/().'-]*\s+){0,3}[A-Za-z][\w/().'-]*):\s")
+MIN_FORM_FIELDS = 3  # "Label: value" pairs that make a line a form's fields rather than prose
 
 
 def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage]) -> set[str]:
@@ -96,16 +97,11 @@ def _speaks_of(asked: set[str], passage: Passage, forms: set[str]) -> bool:
     return bool(role & content_words(described))
 
 
-_FIELD_LABEL = re.compile(r"((?:[A-Za-z][\w/().'-]*\s+){0,3}[A-Za-z][\w/().'-]*):\s")
-MIN_FORM_FIELDS = 3  # "Label: value" pairs that make a line a form's fields rather than prose
-
-
 def _lines_describing(text: str, forms: set[str]) -> list[str]:
     """``text``'s lines as they describe a figure of ``forms``: each whole, but a line of form
-    fields ("Time Since Last Inspection: 7 Hours Engines: 1 Reciprocating Airframe Total Time:
-    3861 Hours ...") by the labels of the fields that state the figure, if any. A form's line holds
-    every field's words (read across two columns, "Engine Manufacturer" beside the airframe's
-    total time), and only a field's label says what its value is."""
+    fields ("Shipped: 12 Cartons Packer: 4 Net Weight: 380 kg ...") by the labels of the fields
+    whose value states the figure, if any: "Net Weight" for 380, though "Cartons" stands on the
+    same line (read across two columns, a form's line mixes its fields' words)."""
     described = []
     for line in text.split("\n"):
         labels = list(_FIELD_LABEL.finditer(line))
