@@ -1092,3 +1092,25 @@ def test_the_row_the_question_names_stays_under_an_answer_that_leaves_it_out():
     quoted = [readable_unit(q) for q in composed.quotes]
     assert "Net revenue — Mar 31, 2023: 11,715, 2022: 18,353" in quoted
     assert not any("Certificates" in q for q in quoted)
+
+
+def test_a_yes_is_read_against_every_unit_the_model_read_not_only_those_quoted():
+    """Techdocs dev: "Yes, the HINT suggests stopping the server ... in single-user mode" stood over
+    the quote "In earlier versions, it was sometimes necessary to stop the postmaster": the sentence
+    saying it is not necessary was neither quoted nor cited, two sentences further on."""
+    evidence = passages(
+        "When the catalog runs full the tool refuses writes and prints a hint to stop the daemon and "
+        "rebuild the catalog in maintenance mode. In earlier releases it was sometimes necessary to stop "
+        "the daemon and rebuild the catalog in maintenance mode.",
+        "Rebuilding takes about an hour per terabyte of catalog data.",
+        "Contrary to what the hint says, it is not necessary or desirable to stop the daemon or enter "
+        "maintenance mode to bring the catalog back.",
+    )
+    question = "The tool's hint says stop the daemon and rebuild the catalog in maintenance mode. Should we?"
+    answer = (
+        "Yes, stop the daemon first, then rebuild the catalog in maintenance mode: the tool refuses writes "
+        "until the catalog is rebuilt [1]."
+    )
+    composed = compose_answer(question, answer, evidence, reply_chars=200)
+    assert composed.kind == "denied" and composed.text == DOCUMENTS_SAY
+    assert composed.quotes[0].text.startswith("Contrary to what the hint says")

@@ -193,12 +193,15 @@ def compose_answer(
         kept, kept_text = [], ""
     room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
     quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room, rarity)
-    # The unit that carries the answer in what it cites is read for a "not" too, quoted or not.
+    # The unit that carries the answer in what it cites is read for a "not" too, quoted or not,
+    # then every other unit the model read: the sentence that says no may be neither quoted nor
+    # cited ("Contrary to what the hint states, it is not necessary ... to stop the postmaster",
+    # two sentences after the one the question matches best).
     evidence_units = not_restating(question, units)
     carrying = (
         best_matches(kept_text, evidence_units, kept_cited, given_figures=figures(question)) if kept else []
     )
-    denial = denying_quote(kept_text, [*quotes, *carrying])
+    denial = denying_quote(kept_text, [*quotes, *carrying], elsewhere=evidence_units)
     if denial is not None:  # "Yes, ..." printed above a quote that says no: none of it stands
         dropped += [DroppedSentence(sentence, "negation", (denial.text,)) for sentence in kept]
     elif not kept:  # the "yes" went for the unit answering the question saying no

@@ -28,6 +28,7 @@ from pipeline.text import analyze
 
 SCOPE_WORDS = 12  # how far a negation reaches, at most, within its clause
 DENIED_WORDS = 2  # the answer's words a quote must deny: one shared word is chance ("data")
+ELSEWHERE_DENIED_WORDS = 3  # and a unit of the evidence neither quoted nor carrying the answer
 
 YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(
@@ -59,19 +60,29 @@ def affirmed_words(text: str) -> set[str]:
     return content_words(plain) - denied_words(plain)
 
 
-def denies(quote: str, affirmed: set[str]) -> bool:
-    """Whether a negation of ``quote`` denies the words ``affirmed`` (see the module docstring)."""
+def denies(quote: str, affirmed: set[str], least: int = DENIED_WORDS) -> bool:
+    """Whether a negation of ``quote`` denies the words ``affirmed``, at least ``least`` of them
+    (see the module docstring)."""
     for denied in _negated_clauses(quote):
         shared = len(denied & affirmed)
-        if shared >= DENIED_WORDS and 2 * shared >= len(denied):
+        if shared >= least and 2 * shared >= len(denied):
             return True
     return False
 
 
-def denying_quote(answer: str, quotes: Iterable[QuoteCandidate]) -> QuoteCandidate | None:
+def denying_quote(
+    answer: str, quotes: Iterable[QuoteCandidate], elsewhere: Iterable[QuoteCandidate] = ()
+) -> QuoteCandidate | None:
     """The first of ``quotes`` that denies what ``answer`` affirms, when ``answer`` opens with
-    "yes" (None when it does not, or when no quote denies it)."""
+    "yes" (None when it does not, or when no quote denies it); then the first unit of
+    ``elsewhere`` (the rest of what the model read) that denies ``ELSEWHERE_DENIED_WORDS`` of the
+    answer's words: a unit neither quoted nor carrying the answer, it must deny the answer itself,
+    not share two common words with it ("you do not need to move the old cluster" under "Yes, you
+    can check the old cluster while it runs")."""
     if not YES.match(answer):
         return None
     affirmed = affirmed_words(answer)
-    return next((quote for quote in quotes if denies(quote.text, affirmed)), None)
+    found = next((quote for quote in quotes if denies(quote.text, affirmed)), None)
+    if found is not None:
+        return found
+    return next((unit for unit in elsewhere if denies(unit.text, affirmed, ELSEWHERE_DENIED_WORDS)), None)
