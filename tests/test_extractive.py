@@ -1114,3 +1114,22 @@ def test_a_yes_is_read_against_every_unit_the_model_read_not_only_those_quoted()
     composed = compose_answer(question, answer, evidence, reply_chars=200)
     assert composed.kind == "denied" and composed.text == DOCUMENTS_SAY
     assert composed.quotes[0].text.startswith("Contrary to what the hint says")
+
+
+def test_a_yes_stands_over_an_unquoted_denial_of_something_else_that_shares_two_words_with_it():
+    """Techdocs dev: "Yes, you can find out ... with the old server still running. ... It will check
+    if the two clusters are compatible" is no "yes" that "you do not need to move the old cluster",
+    elsewhere on the page, denies: read beyond the quotes, a denial must take three of its words."""
+    evidence = passages(
+        "You can use upgrade-tool --check to perform only the checks, even if the old server is still "
+        "running. The check outlines any manual adjustments you will need to make after the upgrade.",
+        "Optionally move the old cluster. If you are using a version-specific installation directory, "
+        "you do not need to move the old cluster.",
+    )
+    question = "Can I find out whether the upgrade will work before the maintenance window, with the old server running?"
+    answer = (
+        "Yes, you can find out whether it will work while the old server is still running: upgrade-tool "
+        "--check performs only the checks, and it will check if the two clusters are compatible [1]."
+    )
+    composed = compose_answer(question, answer, evidence)
+    assert composed.kind == "answer" and composed.text.startswith("Yes, you can find out")
