@@ -14,7 +14,8 @@ unit (:mod:`index_build.evidence`).
 The pieces of one paragraph with inline code or links (docling's inline groups) are joined
 into one block, without a space inside brackets or before punctuation. A page's navigation
 bars are left out (:func:`navigation_links`), and a table keeps its words, not its links'
-targets or its cells' padding (:func:`readable_table`).
+targets or its cells' padding (:func:`readable_table`). An admonition's title ("Note", "Tip")
+heads no section: the box's text, and what follows it, stay in the section they stand in.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ _SECTION_REFERENCE = re.compile(
     r"^(?:(?:Table|Figure|Example)\s+)?(?:[A-Z]|\d{1,3})(?:\.\d{1,3})*\.\s+[^\n—]{1,150}$"
 )
 _LIST_TITLE_WORDS = 4  # "Table of Contents", "List of Examples"
+# The title of an admonition box: DocBook writes ``<div class="note"><h3>Note</h3>``, the same
+# heading level as the section the box stands in. Read as a heading it would head everything
+# after the box up to the next real section (in the PostgreSQL manual a tenth of the chunks:
+# "random_page_cost" under "20.7. Query Planning > Note", not "20.7.2. Planner Cost Constants"),
+# in citations, in search's heading field and in the model's prompt. It heads nothing.
+ADMONITION_TITLE = re.compile(
+    r"^\s*(?:note|tip|hint|warning|caution|important|attention|danger|remark)\s*:?\s*$", re.IGNORECASE
+)
 _NO_SPACE_BEFORE = tuple(",.;:!?)]")
 _NO_SPACE_AFTER = tuple("([")
 
@@ -75,7 +84,8 @@ def docling_to_parsed(doc: Any, fallback_title: str) -> ParsedDocument:
             title = title or item.text.strip()
             blocks.add(Block("heading", item.text.strip(), page, 1))
         elif isinstance(item, SectionHeaderItem):
-            blocks.add(Block("heading", item.text.strip(), page, item.level + 1))
+            if not ADMONITION_TITLE.match(item.text):  # a box's label: its section goes on
+                blocks.add(Block("heading", item.text.strip(), page, item.level + 1))
         elif isinstance(item, TableItem):
             markdown = item.export_to_markdown(doc=doc).strip()
             links = navigation_links(markdown)

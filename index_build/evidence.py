@@ -52,8 +52,9 @@ MIN_SENTENCE_WORDS = 3
 # 5: running headers and footers left out; 6: definition entries and code blocks whole; 7: no
 # sentence end at an ellipsis; 8: a table's words without its links' targets and padding; 9: a
 # long code block cut between its lines, a table of contents left out; 10: a PDF's running
-# footers and page numbers dropped where they end a page above its bottom edge).
-EVIDENCE_VERSION = 10
+# footers and page numbers dropped where they end a page above its bottom edge; 11: an
+# admonition's title, "Note", heads no section of HTML).
+EVIDENCE_VERSION = 11
 FURNITURE_MIN_PAGES = 4
 FURNITURE_SHARE = 0.15
 _PAGE_NUMBER_AT_AN_END = re.compile(r"^(?:page\s+)?\d{1,4}\b\s*|\s*\b(?:page\s+)?\d{1,4}$", re.IGNORECASE)

@@ -192,3 +192,42 @@ def test_a_table_of_contents_is_no_evidence_and_the_page_keeps_its_text(tmp_path
     assert not any(t.startswith(("11.1.", "11.2.1.", "11.2.6.", "Table of Contents")) for t in texts), texts
     assert "Indexes are a common way to enhance database performance." in texts
     assert any(t.startswith("11.2. Index Types — A term") for t in texts), "a described entry stays"
+
+
+ADMONITION_PAGE = """<html><head><title>20.7. Query Planning</title></head><body>
+<h2 class="title">20.7. Query Planning</h2>
+<h3 class="title">20.7.2. Planner Cost Constants</h3>
+<p>The cost variables described in this section are measured on an arbitrary scale.</p>
+<div class="note"><h3 class="title">Note</h3><p>Unfortunately, there is no well-defined method for
+determining ideal values for the cost variables.</p></div>
+<div class="variablelist"><dl class="variablelist">
+<dt><span class="term"><code class="varname">random_page_cost</code> (<code class="type">floating
+point</code>)</span></dt>
+<dd><p>Sets the planner's estimate of the cost of a non-sequentially-fetched disk page.
+The default is <code class="literal">4.0</code>.</p></dd></dl></div>
+<div class="tip"><h3 class="title">Tip</h3><p>Keep random_page_cost above seq_page_cost.</p></div>
+<p>The planner also has options of its own.</p>
+<h3 class="title">20.7.3. Genetic Query Optimizer</h3>
+<p>The genetic query optimizer (GEQO) is an algorithm that does query planning using heuristic
+searching.</p>
+</body></html>
+"""
+
+
+def test_an_admonitions_title_heads_no_section_of_its_own(tmp_path):
+    """The PostgreSQL manual boxes a note as ``<div class="note"><h3>Note</h3>``: read as a
+    heading, "Note" took the place of "20.7.2. Planner Cost Constants" for everything after the
+    box (a tenth of the manual's chunks), in citations, in search and in the model's prompt."""
+    page = tmp_path / "runtime-config-query.html"
+    page.write_text(ADMONITION_PAGE)
+    document = DocumentConverter().convert(page)
+    headings = [b.text for b in document.blocks if b.kind == "heading"]
+    assert "Note" not in headings and "Tip" not in headings
+    every = "\n".join(b.text for b in document.blocks)
+    assert "there is no well-defined method" in every and "Keep random_page_cost" in every, "a box keeps its text"
+    chunks = [chunk for chunk, _ in _chunked(document, page, ChunkingOptions(max_tokens=40))]
+    entry = next(c for c in chunks if "random_page_cost (floating point)" in c.text)
+    assert entry.heading_path[-1] == "20.7.2. Planner Cost Constants"
+    after = next(c for c in chunks if "genetic query optimizer" in c.text)
+    assert after.heading_path[-1] == "20.7.3. Genetic Query Optimizer"
+
