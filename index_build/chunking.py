@@ -1,9 +1,10 @@
 """Heading-aware chunking: split at headings first, then long sections by tokens.
 
 A chunk never crosses a heading. Inside a section, paragraphs and tables are packed
-greedily up to the token budget; a paragraph longer than the budget is cut into token
-windows with a small overlap, and a long table is cut between rows with its header rows
-repeated, so a row's label always stays with its figures. Optionally, a chunk begins with the
+greedily up to the token budget; a paragraph longer than the budget is cut between its
+sentences, each piece beginning with the last sentences of the one before (a small overlap),
+and a definition so cut keeps its term at the head of every piece; a long table is cut between
+rows with its header rows repeated, so a row's label always stays with its figures. Optionally, a chunk begins with the
 last sentences of the chunk before it in the same section (``adjacent_overlap_tokens``). The
 budget counts the title and heading path too, because that is what gets embedded.
 """
@@ -18,6 +19,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from index_build.docling_blocks import TERM_SEPARATOR, defined_terms
 from index_build.document import Block, ParsedDocument
 from pipeline.protocols import Tokenizer
 from pipeline.registry import Registry
@@ -26,7 +28,7 @@ from pipeline.types import Chunk, passage_text
 
 
 class ChunkingOptions(BaseModel):
-    """Chunk size in embedder tokens, overlap of long-paragraph windows, and the chunker (the
+    """Chunk size in embedder tokens, overlap of a long paragraph's pieces, and the chunker (the
     ``ingest.chunking`` settings section).
 
     ``method="semantic"`` also splits a section where the similarity of adjacent sentences
@@ -38,7 +40,12 @@ class ChunkingOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_tokens: int = Field(256, ge=16, le=8192, description="Chunk size in embedder tokens.")
-    overlap_tokens: int = Field(32, ge=0, description="Overlap between windows of one long paragraph.")
+    overlap_tokens: int = Field(
+        32,
+        ge=0,
+        description="Overlap between the pieces of one long paragraph: a piece begins with the last "
+        "sentences of the one before, up to this many tokens.",
+    )
     adjacent_overlap_tokens: int = Field(
         0,
         ge=0,
@@ -232,7 +239,8 @@ def _pack_section(
             units.extend(replace(u, block=index) for u in _split_lines(block, budget, tokenizer))
         else:
             units.extend(
-                replace(u, block=index) for u in _split_text(block, budget, options.overlap_tokens, tokenizer)
+                replace(u, block=index)
+                for u in _split_sentences(block, budget, options.overlap_tokens, tokenizer)
             )
 
     packed: list[list[_Unit]] = []
@@ -272,6 +280,78 @@ def _tail(previous: list[_Unit], following: _Unit, overlap: int, tokenizer: Toke
     if start == len(last.text):
         return None
     return _Unit(last.text[start:], last.page, tokenizer.count(last.text[start:]), "text", last.block)
+
+
+def _split_sentences(block: Block, budget: int, overlap: int, tokenizer: Tokenizer) -> list[_Unit]:
+    """A long paragraph, or a definition's long description, cut between its sentences.
+
+    Cut into token windows, a paragraph's pieces began and ended mid-sentence ("less frequent
+    than the default value reflects, ..."), and a definition's later pieces lost the term they
+    describe: "The default is 512kB on Linux, 0 elsewhere." stood alone as evidence, saying of
+    nothing what it is. So the sentences are packed whole, up to ``budget`` tokens; each piece
+    after the first begins with the last sentences of the one before, at most ``overlap``
+    tokens; a definition's later pieces begin with its term ("backend_flush_after (integer) —
+    … ") and stay definitions (one evidence unit each, as a split table's pieces repeat its
+    header). A sentence longer than the budget is cut into token windows, as is a paragraph whose
+    sentences cannot be found in it."""
+    text = block.text
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for sentence in split_sentences(text):
+        start = text.find(sentence, at)
+        if start < 0:
+            return _split_text(block, budget, overlap, tokenizer)
+        spans.append((start, start + len(sentence)))
+        at = start + len(sentence)
+    term = _defined_term(block)
+    lead = f"{term}{TERM_SEPARATOR}… " if term else ""
+    lead_tokens = tokenizer.count(lead) if lead else 0
+    kind: PieceKind = "entry" if term else "text"
+    units: list[_Unit] = []
+    piece: list[tuple[int, int]] = []
+    used = 0
+
+    def close() -> None:
+        body = text[piece[0][0] : piece[-1][1]]
+        continued = bool(units) and bool(lead)
+        units.append(
+            _Unit(f"{lead}{body}" if continued else body, block.page, used + (lead_tokens if continued else 0), kind)
+        )
+
+    for start, end in spans:
+        tokens = tokenizer.count(text[start:end])
+        room = budget - (lead_tokens if units else 0)  # a later piece begins with the term
+        if tokens > room:  # one sentence longer than a piece: token windows
+            if piece:
+                close()
+                piece, used = [], 0
+            long = replace(block, text=text[start:end])
+            units.extend(replace(u, kind=kind) for u in _split_text(long, room, overlap, tokenizer))
+            continue
+        if piece and used + 1 + tokens > room:
+            close()
+            carried: list[tuple[int, int]] = []
+            carried_tokens = 0
+            for span in reversed(piece):
+                span_tokens = tokenizer.count(text[span[0] : span[1]])
+                if carried_tokens + span_tokens > overlap or carried_tokens + span_tokens + tokens >= room:
+                    break
+                carried.insert(0, span)
+                carried_tokens += span_tokens + 1
+            piece, used = carried, carried_tokens
+        used += tokens + (1 if piece else 0)
+        piece.append((start, end))
+    if piece:
+        close()
+    return units
+
+
+def _defined_term(block: Block) -> str:
+    """The term a definition's block begins with ("random_page_cost (floating point)"), else ""."""
+    if block.kind != "entry":
+        return ""
+    terms = defined_terms(block.text.split("\n", 1)[0])
+    return terms[0] if terms and block.text.startswith(terms[0]) else ""
 
 
 def _split_text(block: Block, budget: int, overlap: int, tokenizer: Tokenizer) -> list[_Unit]:
