@@ -53,7 +53,8 @@ MIN_SENTENCE_WORDS = 3
 # sentence end at an ellipsis; 8: a table's words without its links' targets and padding; 9: a
 # long code block cut between its lines, a table of contents left out; 10: a PDF's running
 # footers and page numbers dropped where they end a page above its bottom edge; 11: an
-# admonition's title, "Note", heads no section of HTML).
+# admonition's title, "Note", heads no section of HTML, and a paragraph longer than a chunk is
+# cut between sentences, a definition's pieces each keeping its term).
 EVIDENCE_VERSION = 11
 FURNITURE_MIN_PAGES = 4
 FURNITURE_SHARE = 0.15
