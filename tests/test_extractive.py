@@ -11,6 +11,7 @@ import dataclasses
 
 from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, quoted_evidence
 from pipeline.answering.quotes import (
+    adds_particulars,
     QuoteCandidate,
     answering_quotes,
     content_words,
@@ -18,6 +19,7 @@ from pipeline.answering.quotes import (
     quote_candidates,
     readable_unit,
     said_in,
+    specifics,
     word_weights,
 )
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods
@@ -1133,3 +1135,20 @@ def test_a_yes_stands_over_an_unquoted_denial_of_something_else_that_shares_two_
     )
     composed = compose_answer(question, answer, evidence)
     assert composed.kind == "answer" and composed.text.startswith("Yes, you can find out")
+
+
+def test_of_two_units_sharing_the_questions_words_the_one_that_states_a_particular_is_quoted_first():
+    """Asked which setting or how, a manual answers with a name, an option or a value the question
+    does not hold; a sentence on the topic alone names none. Sharing as many of the question's
+    words, the unit that states a particular is the better quote."""
+    evidence = passages(
+        "A statement waits for a lock on busy servers.",
+        "Set lock_timeout to abort a statement that waits longer than the given time for a lock.",
+    )
+    asked = "which setting makes a statement give up waiting for a lock?"
+    assert adds_particulars(evidence[1].text, asked) == 1  # lock_timeout
+    assert adds_particulars(evidence[0].text, asked) == 0
+    assert [q.n for q in answering_quotes(asked, "", evidence, limit=1)] == [2]
+    assert specifics("set max_part=16 in /etc/modprobe.d/nbd.conf, then run `qemu-nbd -c` (MVCC)") >= {
+        "max_part=16", "/etc/modprobe.d/nbd.conf", "qemu-nbd -c", "mvcc"
+    }

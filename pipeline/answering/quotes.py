@@ -83,6 +83,40 @@ def excerpt(candidate: QuoteCandidate, match: str, limit: int) -> QuoteCandidate
     return replace(candidate, text=f"{lead}{' '.join(pieces)}{tail}")
 
 
+# A token that states one particular thing rather than a topic: code, a figure or a name with a
+# digit ("$1,234", "4.0", "ext4"), an option ("-t", "--check"), an identifier ("max_part"), a file
+# or dotted name ("recovery.signal"), a path ("/etc/hostname"), a setting ("max_part=16"), a word
+# in capitals ("MVCC", "GAAP"), a CamelCase name ("PgBouncer").
+_SPECIFIC = re.compile(
+    r"`[^`\n]+`"
+    r"|(?<![\w.])[^\s()\[\]{}\"“”'’;:]*\d(?:[^\s()\[\]{}\"“”'’;:,]|,(?=\d))*"
+    r"|(?<![\w-])--?[A-Za-z][\w-]*"
+    r"|\b\w+_\w+\b"
+    r"|(?<![\w.])[A-Za-z_][\w-]+(?:\.[A-Za-z_][\w-]+)+"
+    r"|(?<![\w/])/[\w.+-]+(?:/[\w.+-]+)*"
+    r"|\b\w+=\S+"
+    r"|\b[A-Z][A-Z0-9]+\b"
+    r"|\b[A-Za-z][a-z]+[A-Z]\w*\b"
+)
+_WORD = re.compile(r"\w+")
+SPECIFIC_WEIGHT = 0.15  # per log(1 + the particulars a unit adds to the question's), in a match
+MAX_PARTICULARS = 3  # counted at most: a program's output line is all figures, and no answer
+
+
+def specifics(text: str) -> set[str]:
+    """The tokens of ``text`` that state one particular thing (a figure, a setting, a command, a
+    path, a name), lower case: what an answer gives and a topic sentence does not."""
+    return {m.group().strip("`.").lower() for m in _SPECIFIC.finditer(text)} - {""}
+
+
+def adds_particulars(unit: str, asked: str) -> int:
+    """How many particulars (:func:`specifics`) ``unit`` states that ``asked`` (a question) does not
+    hold, as a token or as words: asked which setting, or how, a manual's answer names a setting
+    or a command; a sentence on the topic alone names none."""
+    given = specifics(asked) | set(_WORD.findall(asked.lower()))
+    return len(specifics(unit) - given)
+
+
 def content_words(text: str) -> set[str]:
     """Stemmed words without numbers: figures are matched on their own, and would only dilute the overlap."""
     return {t for t in analyze(text) if not t[0].isdigit()}
@@ -134,6 +168,7 @@ def best_matches(
     fallback: bool = False,
     given_figures: Collection[str] = (),
     rarity: Mapping[str, float] | None = None,
+    asked: bool = False,
 ) -> list[QuoteCandidate]:
     """Up to ``limit`` units of the passages numbered in ``pool`` (all of ``units`` when none is)
     that match ``text``, best first: by shared figures (other than ``given_figures``: an answer
@@ -142,7 +177,13 @@ def best_matches(
     word's rarity in the collection, :meth:`index_build.snapshot.IndexSnapshot.term_rarity`) a
     shared word counts by how rare it is against the other words of ``text``: "ifconfig" more
     than "use". Only a unit that shares a figure, or enough words, matches; with ``fallback``,
-    when none does, the strongest unit by retrieval score."""
+    when none does, the strongest unit by retrieval score.
+
+    ``asked``: ``text`` is a question, and among the units that match it those that state
+    particulars it does not hold (:func:`adds_particulars`: a setting, a command, a figure) rank
+    higher, by ``SPECIFIC_WEIGHT`` per log(1 + their number, at most ``MAX_PARTICULARS``): sharing the question's words, "Only
+    manually installed older packages from bullseye-backports are upgraded" tells less than
+    "$ sudo apt-get install -t bullseye-backports package-name". They never make a unit match."""
     candidates = [u for u in units if u.n in pool] or list(units)
     if not candidates:
         return []
@@ -164,8 +205,12 @@ def best_matches(
         )
         return value, shared_figures
 
+    def particulars(candidate: QuoteCandidate) -> float:
+        added = min(adds_particulars(candidate.text, text), MAX_PARTICULARS) if asked else 0
+        return SPECIFIC_WEIGHT * math.log1p(added)
+
     scored = [(c, *match(c)) for c in candidates]
-    relevant = [(c, v) for c, v, f in scored if f > 0 or v > RETRIEVAL_WEIGHT + MIN_OVERLAP]
+    relevant = [(c, v + particulars(c)) for c, v, f in scored if f > 0 or v > RETRIEVAL_WEIGHT + MIN_OVERLAP]
     relevant.sort(key=lambda item: (-item[1], item[0].position))
     if relevant:
         return [c for c, _ in relevant[:limit]]
@@ -334,24 +379,27 @@ def answering_quotes(
         same_source: str = "",
         given: Collection[str] = (),
         weights: Mapping[str, float] | None = None,
+        asked: bool = False,
     ) -> bool:
         rest = [u for u in units if not same_source or u.source == same_source]
         if not text.strip() or not rest:
             return False
-        return add(best_matches(text, rest, pool, fallback=fallback, given_figures=given, rarity=weights))
+        return add(
+            best_matches(text, rest, pool, fallback=fallback, given_figures=given, rarity=weights, asked=asked)
+        )
 
     if leading is not None:  # as a unit, though it may come cut: it is not quoted twice
         add([next((u for u in units if u.position == leading.position), leading)])
     everything = range(1, len(passages) + 1)
     premise = figures(question)  # the user's own figures: no match for the answer or the question
-    if best(question, everything, fallback=not answer, given=premise, weights=rarity):
+    if best(question, everything, fallback=not answer, given=premise, weights=rarity, asked=True):
         source = whole[-1].source
         while True:
             covered = set().union(*(content_words(f"{c.text}\n{c.table_header}") for c in whole))
             rest_of_it = " ".join(sorted(content_words(question) - covered))
             if not (
                 best(rest_of_it, everything, same_source=source)
-                or best(question, everything, same_source=source, given=premise, weights=rarity)
+                or best(question, everything, same_source=source, given=premise, weights=rarity, asked=True)
             ):
                 break
     pool = cited or everything  # what the answer rests on; once all of it is quoted, nothing more
