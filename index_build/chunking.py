@@ -4,9 +4,10 @@ A chunk never crosses a heading. Inside a section, paragraphs and tables are pac
 greedily up to the token budget; a paragraph longer than the budget is cut between its
 sentences, each piece beginning with the last sentences of the one before (a small overlap),
 and a definition so cut keeps its term at the head of every piece; a long table is cut between
-rows with its header rows repeated, so a row's label always stays with its figures. Optionally, a chunk begins with the
-last sentences of the chunk before it in the same section (``adjacent_overlap_tokens``). The
-budget counts the title and heading path too, because that is what gets embedded.
+rows with its header rows repeated, so a row's label always stays with its figures.
+Optionally, a chunk begins with the last sentences of the chunk before it in the same section
+(``adjacent_overlap_tokens``). The budget counts the title and heading path too, because that
+is what gets embedded.
 """
 
 from __future__ import annotations
@@ -315,7 +316,12 @@ def _split_sentences(block: Block, budget: int, overlap: int, tokenizer: Tokeniz
         body = text[piece[0][0] : piece[-1][1]]
         continued = bool(units) and bool(lead)
         units.append(
-            _Unit(f"{lead}{body}" if continued else body, block.page, used + (lead_tokens if continued else 0), kind)
+            _Unit(
+                f"{lead}{body}" if continued else body,
+                block.page,
+                used + (lead_tokens if continued else 0),
+                kind,
+            )
         )
 
     for start, end in spans:

@@ -11,8 +11,8 @@ import dataclasses
 
 from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, quoted_evidence
 from pipeline.answering.quotes import (
-    adds_particulars,
     QuoteCandidate,
+    adds_particulars,
     answering_quotes,
     content_words,
     excerpt,
@@ -1128,7 +1128,10 @@ def test_a_yes_stands_over_an_unquoted_denial_of_something_else_that_shares_two_
         "Optionally move the old cluster. If you are using a version-specific installation directory, "
         "you do not need to move the old cluster.",
     )
-    question = "Can I find out whether the upgrade will work before the maintenance window, with the old server running?"
+    question = (
+        "Can I find out whether the upgrade will work before the maintenance window, with the old "
+        "server running?"
+    )
     answer = (
         "Yes, you can find out whether it will work while the old server is still running: upgrade-tool "
         "--check performs only the checks, and it will check if the two clusters are compatible [1]."
@@ -1150,5 +1153,8 @@ def test_of_two_units_sharing_the_questions_words_the_one_that_states_a_particul
     assert adds_particulars(evidence[0].text, asked) == 0
     assert [q.n for q in answering_quotes(asked, "", evidence, limit=1)] == [2]
     assert specifics("set max_part=16 in /etc/modprobe.d/nbd.conf, then run `qemu-nbd -c` (MVCC)") >= {
-        "max_part=16", "/etc/modprobe.d/nbd.conf", "qemu-nbd -c", "mvcc"
+        "max_part=16",
+        "/etc/modprobe.d/nbd.conf",
+        "qemu-nbd -c",
+        "mvcc",
     }

@@ -224,7 +224,9 @@ def test_an_admonitions_title_heads_no_section_of_its_own(tmp_path):
     headings = [b.text for b in document.blocks if b.kind == "heading"]
     assert "Note" not in headings and "Tip" not in headings
     every = "\n".join(b.text for b in document.blocks)
-    assert "there is no well-defined method" in every and "Keep random_page_cost" in every, "a box keeps its text"
+    assert "there is no well-defined method" in every and "Keep random_page_cost" in every, (
+        "a box keeps its text"
+    )
     chunks = [chunk for chunk, _ in _chunked(document, page, ChunkingOptions(max_tokens=40))]
     entry = next(c for c in chunks if "random_page_cost (floating point)" in c.text)
     assert entry.heading_path[-1] == "20.7.2. Planner Cost Constants"
@@ -235,7 +237,8 @@ def test_an_admonitions_title_heads_no_section_of_its_own(tmp_path):
 LONG_DEFINITION_PAGE = """<html><head><title>20.4. Resource Consumption</title></head><body>
 <h2>20.4.5. Background Writer</h2>
 <div class="variablelist"><dl class="variablelist">
-<dt><span class="term"><code class="varname">flush_after_writes</code> (<code class="type">integer</code>)</span></dt>
+<dt><span class="term"><code class="varname">flush_after_writes</code>
+(<code class="type">integer</code>)</span></dt>
 <dd><p>Whenever more than this amount of data has been written by the writer, attempt to force the
 operating system to issue these writes to the underlying storage. Doing so will limit the amount of
 dirty data in the kernel's page cache, reducing the likelihood of stalls when a flush is issued at the
@@ -246,7 +249,12 @@ operating system's page cache, where performance might degrade. This setting may
 some platforms. If this value is specified without units, it is taken as blocks. The valid range is
 between 0, which disables forced writeback, and 2MB. The default is 512kB on Linux, 0 elsewhere.</p></dd>
 </dl></div>
-<p>Smaller values of the delay increase the load on the writer process and on the operating system as a whole, while larger values reduce it. The writer sleeps between rounds for the configured delay, then wakes up and writes some dirty buffers again, for as long as there are dirty buffers to be written. In each round it writes no more than the configured number of buffers, which bounds the work of a round. The settings can only be changed in the main configuration file or on the server command line.</p>
+<p>Smaller values of the delay increase the load on the writer process and on the operating system
+as a whole, while larger values reduce it. The writer sleeps between rounds for the configured delay,
+then wakes up and writes some dirty buffers again, for as long as there are dirty buffers to be
+written. In each round it writes no more than the configured number of buffers, which bounds the
+work of a round. The settings can only be changed in the main configuration file or on the server
+command line.</p>
 </body></html>
 """
 
@@ -267,8 +275,16 @@ def test_a_long_definition_is_cut_between_sentences_and_every_piece_keeps_its_te
     default = next(u for u in units if "The default is 512kB on Linux" in u.text)
     assert default.text.startswith("flush_after_writes (integer) — … "), "the default says of what"
     sentences = [
-        "Whenever more than", "Doing so will", "Often that will", "This setting may", "If this value",
-        "The valid range", "Smaller values of", "The writer sleeps", "In each round", "The settings can",
+        "Whenever more than",
+        "Doing so will",
+        "Often that will",
+        "This setting may",
+        "If this value",
+        "The valid range",
+        "Smaller values of",
+        "The writer sleeps",
+        "In each round",
+        "The settings can",
     ]
     for chunk in chunks:  # every piece begins where a sentence does
         body = chunk.text.split(" — … ", 1)[-1].split(" — ", 1)[-1]

@@ -181,9 +181,9 @@ def best_matches(
 
     ``asked``: ``text`` is a question, and among the units that match it those that state
     particulars it does not hold (:func:`adds_particulars`: a setting, a command, a figure) rank
-    higher, by ``SPECIFIC_WEIGHT`` per log(1 + their number, at most ``MAX_PARTICULARS``): sharing the question's words, "Only
-    manually installed older packages from bullseye-backports are upgraded" tells less than
-    "$ sudo apt-get install -t bullseye-backports package-name". They never make a unit match."""
+    higher, by ``SPECIFIC_WEIGHT`` per log(1 + their number, at most ``MAX_PARTICULARS``): asked
+    which setting or how, a manual answers with a name, an option or a value, where a sentence
+    on the topic, sharing as many of the question's words, names none. They never make a unit match."""
     candidates = [u for u in units if u.n in pool] or list(units)
     if not candidates:
         return []
@@ -385,7 +385,9 @@ def answering_quotes(
         if not text.strip() or not rest:
             return False
         return add(
-            best_matches(text, rest, pool, fallback=fallback, given_figures=given, rarity=weights, asked=asked)
+            best_matches(
+                text, rest, pool, fallback=fallback, given_figures=given, rarity=weights, asked=asked
+            )
         )
 
     if leading is not None:  # as a unit, though it may come cut: it is not quoted twice
