@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from index_build.docling_blocks import TERM_SEPARATOR, defined_terms
 from index_build.document import Block, ParsedDocument
+from index_build.long_blocks import PieceKind, Sized, split_lines, split_paragraph, split_table
 from pipeline.protocols import Tokenizer
 from pipeline.registry import Registry
 from pipeline.retrieval.ordering import split_sentences
@@ -106,9 +105,6 @@ class Chunker:
 CHUNKERS: Registry[Chunker] = Registry("chunker", "index_build.chunkers")
 
 
-PieceKind = Literal["text", "table", "entry"]
-
-
 @dataclass(frozen=True, slots=True)
 class Piece:
     """A paragraph, a table (or part of one), or an entry kept whole, as packed into a chunk.
@@ -120,15 +116,6 @@ class Piece:
     text: str
     page: int
     kind: PieceKind
-    block: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    text: str
-    page: int
-    tokens: int
-    kind: PieceKind = "text"
     block: int = -1
 
 
@@ -221,31 +208,31 @@ def _pack_section(
     tokenizer: Tokenizer,
     options: ChunkingOptions,
     block_index: dict[int, int],
-) -> list[list[_Unit]]:
+) -> list[list[Sized]]:
     """The section's blocks packed into chunk bodies, each a list of units in order."""
     if not blocks:
         return []
     header_tokens = tokenizer.count(passage_text(title, path, ""))
     budget = max(options.max_tokens - header_tokens, options.min_body_tokens)
-    units: list[_Unit] = []
+    units: list[Sized] = []
     for block in blocks:
         tokens = tokenizer.count(block.text)
         kind: PieceKind = "table" if block.kind == "table" else "entry" if block.kind == "entry" else "text"
         index = block_index.get(id(block), -1)
         if tokens <= budget:
-            units.append(_Unit(block.text, block.page, tokens, kind, index))
+            units.append(Sized(block.text, block.page, tokens, kind, index))
         elif block.kind == "table":
-            units.extend(replace(u, block=index) for u in _split_table(block, budget, tokenizer))
+            units.extend(replace(u, block=index) for u in split_table(block, budget, tokenizer))
         elif block.kind == "entry" and "\n" in block.text.strip():
-            units.extend(replace(u, block=index) for u in _split_lines(block, budget, tokenizer))
+            units.extend(replace(u, block=index) for u in split_lines(block, budget, tokenizer))
         else:
             units.extend(
                 replace(u, block=index)
-                for u in _split_sentences(block, budget, options.overlap_tokens, tokenizer)
+                for u in split_paragraph(block, budget, options.overlap_tokens, tokenizer)
             )
 
-    packed: list[list[_Unit]] = []
-    current: list[_Unit] = []
+    packed: list[list[Sized]] = []
+    current: list[Sized] = []
     used = 0
     for unit in units:
         # The blank line between two units costs about one token; count it so chunks stay in budget.
@@ -262,7 +249,7 @@ def _pack_section(
     return packed
 
 
-def _tail(previous: list[_Unit], following: _Unit, overlap: int, tokenizer: Tokenizer) -> _Unit | None:
+def _tail(previous: list[Sized], following: Sized, overlap: int, tokenizer: Tokenizer) -> Sized | None:
     """The last whole sentences of a chunk, at most ``overlap`` tokens, for the next chunk of the
     same section to begin with (ESOFinder's overlap between adjacent chunks: a fact stated across
     the cut is whole in one of them). None when there is nothing to carry: no overlap asked, the
@@ -280,141 +267,4 @@ def _tail(previous: list[_Unit], following: _Unit, overlap: int, tokenizer: Toke
         start, used = at, used + tokens
     if start == len(last.text):
         return None
-    return _Unit(last.text[start:], last.page, tokenizer.count(last.text[start:]), "text", last.block)
-
-
-def _split_sentences(block: Block, budget: int, overlap: int, tokenizer: Tokenizer) -> list[_Unit]:
-    """A long paragraph, or a definition's long description, cut between its sentences.
-
-    Cut into token windows, a paragraph's pieces began and ended mid-sentence ("less frequent
-    than the default value reflects, ..."), and a definition's later pieces lost the term they
-    describe: "The default is 512kB on Linux, 0 elsewhere." stood alone as evidence, saying of
-    nothing what it is. So the sentences are packed whole, up to ``budget`` tokens; each piece
-    after the first begins with the last sentences of the one before, at most ``overlap``
-    tokens; a definition's later pieces begin with its term ("backend_flush_after (integer) —
-    … ") and stay definitions (one evidence unit each, as a split table's pieces repeat its
-    header). A sentence longer than the budget is cut into token windows, as is a paragraph whose
-    sentences cannot be found in it."""
-    text = block.text
-    spans: list[tuple[int, int]] = []
-    at = 0
-    for sentence in split_sentences(text):
-        start = text.find(sentence, at)
-        if start < 0:
-            return _split_text(block, budget, overlap, tokenizer)
-        spans.append((start, start + len(sentence)))
-        at = start + len(sentence)
-    term = _defined_term(block)
-    lead = f"{term}{TERM_SEPARATOR}… " if term else ""
-    lead_tokens = tokenizer.count(lead) if lead else 0
-    kind: PieceKind = "entry" if term else "text"
-    units: list[_Unit] = []
-    piece: list[tuple[int, int]] = []
-    used = 0
-
-    def close() -> None:
-        body = text[piece[0][0] : piece[-1][1]]
-        continued = bool(units) and bool(lead)
-        units.append(
-            _Unit(
-                f"{lead}{body}" if continued else body,
-                block.page,
-                used + (lead_tokens if continued else 0),
-                kind,
-            )
-        )
-
-    for start, end in spans:
-        tokens = tokenizer.count(text[start:end])
-        room = budget - (lead_tokens if units else 0)  # a later piece begins with the term
-        if tokens > room:  # one sentence longer than a piece: token windows
-            if piece:
-                close()
-                piece, used = [], 0
-            long = replace(block, text=text[start:end])
-            units.extend(replace(u, kind=kind) for u in _split_text(long, room, overlap, tokenizer))
-            continue
-        if piece and used + 1 + tokens > room:
-            close()
-            carried: list[tuple[int, int]] = []
-            carried_tokens = 0
-            for span in reversed(piece):
-                span_tokens = tokenizer.count(text[span[0] : span[1]])
-                if carried_tokens + span_tokens > overlap or carried_tokens + span_tokens + tokens >= room:
-                    break
-                carried.insert(0, span)
-                carried_tokens += span_tokens + 1
-            piece, used = carried, carried_tokens
-        used += tokens + (1 if piece else 0)
-        piece.append((start, end))
-    if piece:
-        close()
-    return units
-
-
-def _defined_term(block: Block) -> str:
-    """The term a definition's block begins with ("random_page_cost (floating point)"), else ""."""
-    if block.kind != "entry":
-        return ""
-    terms = defined_terms(block.text.split("\n", 1)[0])
-    return terms[0] if terms and block.text.startswith(terms[0]) else ""
-
-
-def _split_text(block: Block, budget: int, overlap: int, tokenizer: Tokenizer) -> list[_Unit]:
-    """Token windows over a long paragraph, cut at token boundaries, overlapping by ``overlap``."""
-    spans = tokenizer.offsets(block.text)
-    step = max(budget - overlap, 1)
-    units = []
-    for start in range(0, len(spans), step):
-        window = spans[start : start + budget]
-        text = block.text[window[0][0] : window[-1][1]].strip()
-        units.append(_Unit(text, block.page, len(window)))
-        if start + budget >= len(spans):
-            break
-    return units
-
-
-def _split_lines(block: Block, budget: int, tokenizer: Tokenizer) -> list[_Unit]:
-    """A code block longer than a chunk cut between its lines, each piece still an entry: cut
-    as prose, its lines became one-line "sentences" ("Planning Time: 0.138 ms") that the
-    context selection took as evidence. A single line over the budget is cut by tokens."""
-    units: list[_Unit] = []
-    piece: list[str] = []
-    used = 0
-    for line in block.text.split("\n"):
-        tokens = tokenizer.count(line) + 1
-        if piece and used + tokens > budget:
-            units.append(_Unit("\n".join(piece), block.page, used, "entry"))
-            piece, used = [], 0
-        if tokens > budget:
-            long_line = replace(block, text=line)
-            units.extend(replace(u, kind="entry") for u in _split_text(long_line, budget, 0, tokenizer))
-            continue
-        piece.append(line)
-        used += tokens
-    if piece:
-        units.append(_Unit("\n".join(piece), block.page, used, "entry"))
-    return [u for u in units if u.text.strip()]
-
-
-def _split_table(block: Block, budget: int, tokenizer: Tokenizer) -> list[_Unit]:
-    """Cut a Markdown table between rows, repeating its header rows in every piece."""
-    rows = block.text.split("\n")
-    header_end = next((i + 1 for i, r in enumerate(rows) if set(r) <= set("|-: ") and "-" in r), 0)
-    header = rows[:header_end]
-    header_tokens = tokenizer.count("\n".join(header)) if header else 0
-    if header_tokens > budget // 2:
-        header, header_tokens = [], 0
-    units: list[_Unit] = []
-    piece: list[str] = []
-    used = header_tokens
-    for row in rows[header_end:]:
-        row_tokens = tokenizer.count(row) + 1
-        if piece and used + row_tokens > budget:
-            units.append(_Unit("\n".join(header + piece), block.page, used, "table"))
-            piece, used = [], header_tokens
-        piece.append(row)
-        used += row_tokens
-    if piece:
-        units.append(_Unit("\n".join(header + piece), block.page, used, "table"))
-    return units
+    return Sized(last.text[start:], last.page, tokenizer.count(last.text[start:]), "text", last.block)

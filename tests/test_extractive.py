@@ -10,16 +10,15 @@ from __future__ import annotations
 import dataclasses
 
 from pipeline.answering.extractive import DOCUMENTS_SAY, NOT_IN_DOCUMENTS, quoted_evidence
+from pipeline.answering.particulars import adds_particulars, specifics
 from pipeline.answering.quotes import (
     QuoteCandidate,
-    adds_particulars,
     answering_quotes,
     content_words,
     excerpt,
     quote_candidates,
     readable_unit,
     said_in,
-    specifics,
     word_weights,
 )
 from pipeline.answering.rule_packs.reporting_periods import ReportingPeriods

@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
+from pipeline.answering.particulars import particulars_weight
 from pipeline.answering.quotable import names_a_part, says_enough
 from pipeline.answers import Quote
 from pipeline.figures import figures, stated_figures
@@ -81,40 +82,6 @@ def excerpt(candidate: QuoteCandidate, match: str, limit: int) -> QuoteCandidate
     lead = f"{term}… " if best > 0 and term else ("… " if best > 0 else "")
     tail = " …" if best + len(pieces) < len(sentences) else ""
     return replace(candidate, text=f"{lead}{' '.join(pieces)}{tail}")
-
-
-# A token that states one particular thing rather than a topic: code, a figure or a name with a
-# digit ("$1,234", "4.0", "ext4"), an option ("-t", "--check"), an identifier ("max_part"), a file
-# or dotted name ("recovery.signal"), a path ("/etc/hostname"), a setting ("max_part=16"), a word
-# in capitals ("MVCC", "GAAP"), a CamelCase name ("PgBouncer").
-_SPECIFIC = re.compile(
-    r"`[^`\n]+`"
-    r"|(?<![\w.])[^\s()\[\]{}\"“”'’;:]*\d(?:[^\s()\[\]{}\"“”'’;:,]|,(?=\d))*"
-    r"|(?<![\w-])--?[A-Za-z][\w-]*"
-    r"|\b\w+_\w+\b"
-    r"|(?<![\w.])[A-Za-z_][\w-]+(?:\.[A-Za-z_][\w-]+)+"
-    r"|(?<![\w/])/[\w.+-]+(?:/[\w.+-]+)*"
-    r"|\b\w+=\S+"
-    r"|\b[A-Z][A-Z0-9]+\b"
-    r"|\b[A-Za-z][a-z]+[A-Z]\w*\b"
-)
-_WORD = re.compile(r"\w+")
-SPECIFIC_WEIGHT = 0.15  # per log(1 + the particulars a unit adds to the question's), in a match
-MAX_PARTICULARS = 3  # counted at most: a program's output line is all figures, and no answer
-
-
-def specifics(text: str) -> set[str]:
-    """The tokens of ``text`` that state one particular thing (a figure, a setting, a command, a
-    path, a name), lower case: what an answer gives and a topic sentence does not."""
-    return {m.group().strip("`.").lower() for m in _SPECIFIC.finditer(text)} - {""}
-
-
-def adds_particulars(unit: str, asked: str) -> int:
-    """How many particulars (:func:`specifics`) ``unit`` states that ``asked`` (a question) does not
-    hold, as a token or as words: asked which setting, or how, a manual's answer names a setting
-    or a command; a sentence on the topic alone names none."""
-    given = specifics(asked) | set(_WORD.findall(asked.lower()))
-    return len(specifics(unit) - given)
 
 
 def content_words(text: str) -> set[str]:
@@ -180,8 +147,8 @@ def best_matches(
     when none does, the strongest unit by retrieval score.
 
     ``asked``: ``text`` is a question, and among the units that match it those that state
-    particulars it does not hold (:func:`adds_particulars`: a setting, a command, a figure) rank
-    higher, by ``SPECIFIC_WEIGHT`` per log(1 + their number, at most ``MAX_PARTICULARS``): asked
+    particulars it does not hold (a setting, a command, a figure) rank higher
+    (:func:`pipeline.answering.particulars.particulars_weight`): asked
     which setting or how, a manual answers with a name, an option or a value, where a sentence
     on the topic, sharing as many of the question's words, names none. They never make a unit match."""
     candidates = [u for u in units if u.n in pool] or list(units)
@@ -206,8 +173,7 @@ def best_matches(
         return value, shared_figures
 
     def particulars(candidate: QuoteCandidate) -> float:
-        added = min(adds_particulars(candidate.text, text), MAX_PARTICULARS) if asked else 0
-        return SPECIFIC_WEIGHT * math.log1p(added)
+        return particulars_weight(candidate.text, text) if asked else 0.0
 
     scored = [(c, *match(c)) for c in candidates]
     relevant = [(c, v + particulars(c)) for c, v, f in scored if f > 0 or v > RETRIEVAL_WEIGHT + MIN_OVERLAP]
