@@ -1120,7 +1120,7 @@ def test_a_yes_is_read_against_every_unit_the_model_read_not_only_those_quoted()
 def test_a_yes_stands_over_an_unquoted_denial_of_something_else_that_shares_two_words_with_it():
     """Techdocs dev: "Yes, you can find out ... with the old server still running. ... It will check
     if the two clusters are compatible" is no "yes" that "you do not need to move the old cluster",
-    elsewhere on the page, denies: read beyond the quotes, a denial must take three of its words."""
+    elsewhere on the page, denies: read beyond the quotes, a denial must be of what was asked."""
     evidence = passages(
         "You can use upgrade-tool --check to perform only the checks, even if the old server is still "
         "running. The check outlines any manual adjustments you will need to make after the upgrade.",
@@ -1157,3 +1157,26 @@ def test_of_two_units_sharing_the_questions_words_the_one_that_states_a_particul
         "qemu-nbd -c",
         "mvcc",
     }
+
+
+def test_an_unquoted_denial_counts_only_where_it_denies_what_the_question_asks():
+    """Techdocs dev: a long "yes" on checking an upgrade ("... outline any manual adjustments you
+    will need to make after the upgrade ... use the option --link with --check to enable
+    mode-specific checks") shares three words with "Commands that do not require any
+    version-specific adjustments will still work", elsewhere in the evidence, and none of them
+    is a word of the question."""
+    evidence = passages(
+        "You can use upgrade-tool --check to perform only the checks, even if the old server is still "
+        "running. The check outlines any manual adjustments you will need to make after the upgrade. "
+        "If you are going to use link mode, use the option --link with --check to enable mode-specific "
+        "checks.",
+        "Scripts and commands that do not require any mode-specific manual adjustments will still work.",
+    )
+    question = "Can I find out whether the upgrade will work before the maintenance window?"
+    answer = (
+        "Yes, run upgrade-tool --check: it performs only the checks and outlines any manual adjustments "
+        "you will need to make after the upgrade. With link mode, use --link with --check to enable "
+        "mode-specific checks [1]."
+    )
+    composed = compose_answer(question, answer, evidence)
+    assert composed.kind == "answer" and composed.text.startswith("Yes, run upgrade-tool --check")

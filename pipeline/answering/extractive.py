@@ -201,7 +201,7 @@ def compose_answer(
     carrying = (
         best_matches(kept_text, evidence_units, kept_cited, given_figures=figures(question)) if kept else []
     )
-    denial = denying_quote(kept_text, [*quotes, *carrying], elsewhere=evidence_units)
+    denial = denying_quote(kept_text, [*quotes, *carrying], elsewhere=evidence_units, question=question)
     if denial is not None:  # "Yes, ..." printed above a quote that says no: none of it stands
         dropped += [DroppedSentence(sentence, "negation", (denial.text,)) for sentence in kept]
     elif not kept:  # the "yes" went for the unit answering the question saying no

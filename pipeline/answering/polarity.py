@@ -28,7 +28,6 @@ from pipeline.text import analyze
 
 SCOPE_WORDS = 12  # how far a negation reaches, at most, within its clause
 DENIED_WORDS = 2  # the answer's words a quote must deny: one shared word is chance ("data")
-ELSEWHERE_DENIED_WORDS = 3  # and a unit of the evidence neither quoted nor carrying the answer
 
 YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(
@@ -60,29 +59,38 @@ def affirmed_words(text: str) -> set[str]:
     return content_words(plain) - denied_words(plain)
 
 
-def denies(quote: str, affirmed: set[str], least: int = DENIED_WORDS) -> bool:
-    """Whether a negation of ``quote`` denies the words ``affirmed``, at least ``least`` of them
-    (see the module docstring)."""
+def denies(quote: str, affirmed: set[str], asked: set[str] | None = None) -> bool:
+    """Whether a negation of ``quote`` denies the words ``affirmed`` (see the module docstring);
+    with ``asked``, only the denied words that are also ``asked`` count towards
+    ``DENIED_WORDS`` (the denial must be of what the question asks)."""
     for denied in _negated_clauses(quote):
-        shared = len(denied & affirmed)
-        if shared >= least and 2 * shared >= len(denied):
+        shared = denied & affirmed
+        counted = shared if asked is None else shared & asked
+        if len(counted) >= DENIED_WORDS and 2 * len(shared) >= len(denied):
             return True
     return False
 
 
 def denying_quote(
-    answer: str, quotes: Iterable[QuoteCandidate], elsewhere: Iterable[QuoteCandidate] = ()
+    answer: str,
+    quotes: Iterable[QuoteCandidate],
+    elsewhere: Iterable[QuoteCandidate] = (),
+    question: str = "",
 ) -> QuoteCandidate | None:
     """The first of ``quotes`` that denies what ``answer`` affirms, when ``answer`` opens with
     "yes" (None when it does not, or when no quote denies it); then the first unit of
-    ``elsewhere`` (the rest of what the model read) that denies ``ELSEWHERE_DENIED_WORDS`` of the
-    answer's words: a unit neither quoted nor carrying the answer, it must deny the answer itself,
-    not share two common words with it ("you do not need to move the old cluster" under "Yes, you
-    can check the old cluster while it runs")."""
+    ``elsewhere`` (the rest of what the model read) that denies what ``question`` asks: a unit
+    neither quoted nor carrying the answer shares words with a long answer by chance ("Commands
+    that do not require any version-specific adjustments will still work" under "Yes, ... it
+    outlines any manual adjustments ..." to a question on checking an upgrade), so two of the
+    words it denies must be the question's too ("it is not necessary ... to stop the postmaster or
+    enter single user-mode" under "Yes, stop the server and vacuum in single-user mode", asked
+    whether to stop the postmaster and vacuum in single-user mode)."""
     if not YES.match(answer):
         return None
     affirmed = affirmed_words(answer)
     found = next((quote for quote in quotes if denies(quote.text, affirmed)), None)
     if found is not None:
         return found
-    return next((unit for unit in elsewhere if denies(unit.text, affirmed, ELSEWHERE_DENIED_WORDS)), None)
+    asked = content_words(question)
+    return next((unit for unit in elsewhere if denies(unit.text, affirmed, asked)), None)
