@@ -43,20 +43,20 @@ def split_paragraph(block: Block, budget: int, overlap: int, tokenizer: Tokenize
     header). A sentence longer than the budget is cut into token windows, as is a paragraph whose
     sentences cannot be found in it."""
     text = block.text
-    spans: list[tuple[int, int]] = []
+    spans: list[tuple[int, int, int]] = []  # each sentence's start, end and tokens
     at = 0
     for sentence in split_sentences(text):
         start = text.find(sentence, at)
         if start < 0:
             return _windows(block, budget, overlap, tokenizer)
-        spans.append((start, start + len(sentence)))
+        spans.append((start, start + len(sentence), tokenizer.count(sentence)))
         at = start + len(sentence)
     term = _defined_term(block)
     lead = f"{term}{TERM_SEPARATOR}… " if term else ""
     lead_tokens = tokenizer.count(lead) if lead else 0
     kind: PieceKind = "entry" if term else "text"
     units: list[Sized] = []
-    piece: list[tuple[int, int]] = []
+    piece: list[tuple[int, int, int]] = []
     used = 0
 
     def close() -> None:
@@ -71,8 +71,7 @@ def split_paragraph(block: Block, budget: int, overlap: int, tokenizer: Tokenize
             )
         )
 
-    for start, end in spans:
-        tokens = tokenizer.count(text[start:end])
+    for start, end, tokens in spans:
         room = budget - (lead_tokens if units else 0)  # a later piece begins with the term
         if tokens > room:  # one sentence longer than a piece: token windows
             if piece:
@@ -83,17 +82,16 @@ def split_paragraph(block: Block, budget: int, overlap: int, tokenizer: Tokenize
             continue
         if piece and used + 1 + tokens > room:
             close()
-            carried: list[tuple[int, int]] = []
+            carried: list[tuple[int, int, int]] = []
             carried_tokens = 0
             for span in reversed(piece):
-                span_tokens = tokenizer.count(text[span[0] : span[1]])
-                if carried_tokens + span_tokens > overlap or carried_tokens + span_tokens + tokens >= room:
+                if carried_tokens + span[2] > overlap or carried_tokens + span[2] + tokens >= room:
                     break
                 carried.insert(0, span)
-                carried_tokens += span_tokens + 1
+                carried_tokens += span[2] + 1
             piece, used = carried, carried_tokens
         used += tokens + (1 if piece else 0)
-        piece.append((start, end))
+        piece.append((start, end, tokens))
     if piece:
         close()
     return units

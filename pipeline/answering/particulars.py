@@ -37,15 +37,21 @@ def specifics(text: str) -> set[str]:
     return {m.group().strip("`.").lower() for m in _SPECIFIC.finditer(text)} - {""}
 
 
+def given_in(asked: str) -> set[str]:
+    """What ``asked`` (a question) already holds, as particulars or as words: a unit that repeats
+    them adds nothing."""
+    return specifics(asked) | set(_WORD.findall(asked.lower()))
+
+
 def adds_particulars(unit: str, asked: str) -> int:
     """How many particulars (:func:`specifics`) ``unit`` states that ``asked`` (a question) does not
     hold, as a token or as words: asked which setting, or how, a manual's answer names a setting
     or a command; a sentence on the topic alone names none."""
-    given = specifics(asked) | set(_WORD.findall(asked.lower()))
-    return len(specifics(unit) - given)
+    return len(specifics(unit) - given_in(asked))
 
 
-def particulars_weight(unit: str, asked: str) -> float:
-    """What the particulars ``unit`` adds to question ``asked`` weigh in a match: ``SPECIFIC_WEIGHT``
-    per log(1 + their number), at most ``MAX_PARTICULARS`` counted."""
-    return SPECIFIC_WEIGHT * math.log1p(min(adds_particulars(unit, asked), MAX_PARTICULARS))
+def particulars_weight(unit: str, given: set[str]) -> float:
+    """What the particulars ``unit`` adds to a question weigh in a match (``given``: the question's,
+    :func:`given_in`, read once for all its units): ``SPECIFIC_WEIGHT`` per log(1 + their number),
+    at most ``MAX_PARTICULARS`` counted."""
+    return SPECIFIC_WEIGHT * math.log1p(min(len(specifics(unit) - given), MAX_PARTICULARS))

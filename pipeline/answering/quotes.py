@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
-from pipeline.answering.particulars import particulars_weight
+from pipeline.answering.particulars import given_in, particulars_weight
 from pipeline.answering.quotable import names_a_part, says_enough
 from pipeline.answers import Quote
 from pipeline.figures import figures, stated_figures
@@ -172,8 +172,10 @@ def best_matches(
         )
         return value, shared_figures
 
+    given = given_in(text) if asked else set()
+
     def particulars(candidate: QuoteCandidate) -> float:
-        return particulars_weight(candidate.text, text) if asked else 0.0
+        return particulars_weight(candidate.text, given) if asked else 0.0
 
     scored = [(c, *match(c)) for c in candidates]
     relevant = [(c, v + particulars(c)) for c, v, f in scored if f > 0 or v > RETRIEVAL_WEIGHT + MIN_OVERLAP]
