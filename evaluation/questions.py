@@ -29,6 +29,8 @@ from pathlib import Path
 from pipeline.answering.sentences import says_documents_do_not_answer
 from pipeline.errors import ConfigurationError
 
+_NOT_VERIFIED = re.compile(r"\b(?:I|we)\s+(?:could|can)\s*not\s+(?:verify|confirm)\b", re.IGNORECASE)
+
 _FOLDED = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "‑": "-", "\u00a0": " "})
 _SPACE = re.compile(r"\s+")
 
@@ -151,11 +153,14 @@ def corpus_name(docs: Path) -> str:
 
 
 def says_not_answered(answer: str) -> bool:
-    """Whether an answer's text says that the documents do not answer the question.
+    """Whether an answer's text gives no answer: it says that the documents do not answer the
+    question, or that no answer could be verified.
 
     One rule for every system compared (the agent and the plain baseline alike), read from the
     text the user sees, not from an outcome code only one of them has: the rule the agent
     itself uses to recognise its model's refusal
-    (:func:`pipeline.answering.extractive.says_documents_do_not_answer`).
+    (:func:`pipeline.answering.extractive.says_documents_do_not_answer`), and "I could not
+    verify a short answer" (the agent's lead over the closest evidence when no draft passed its
+    checks): it says nothing of the documents, but the user reads no answer either.
     """
-    return says_documents_do_not_answer(answer)
+    return says_documents_do_not_answer(answer) or bool(_NOT_VERIFIED.search(answer))

@@ -15,6 +15,7 @@ from evaluation.questions import (
     says_not_answered,
 )
 from pipeline.errors import ConfigurationError
+from programs.agent import NOT_CLEARLY_SAID, NOT_VERIFIED
 
 
 def test_must_have_phrases_follow_the_manual_qa_rules():
@@ -33,6 +34,9 @@ def test_a_refusal_is_read_from_the_answer_not_from_the_documents_it_quotes():
     assert says_not_answered("The financial statements do not provide any information about bonuses.")
     assert says_not_answered("The total cost of the pilot was not provided in the given passages.")
     assert says_not_answered("I could not find which version added it.")
+    # The agent's own leads over the closest evidence, when no draft passed, are no answer either.
+    assert says_not_answered(NOT_VERIFIED) and says_not_answered(NOT_CLEARLY_SAID)
+    assert says_not_answered("We cannot confirm which release added it.")
     # What a program or a statement does not do is an answer, whichever way it is worded.
     assert not says_not_answered("pg_dump does not include the roles.")
     assert not says_not_answered("PostgreSQL does not provide the software to detect a failed primary.")
