@@ -83,6 +83,33 @@ def test_a_vague_yes_that_names_nothing_from_the_evidence_is_not_an_answer():
     assert specific.text == specific.kept, "the text is the model's sentences; the quotes stand apart"
 
 
+def test_a_reply_to_how_many_that_states_no_quantity_of_its_own_is_not_an_answer():
+    """Techdocs report #29 (the question's own 100 given back as the answer, verified over the
+    quote that gives a formula) and the probe's GEAR question (two sentences, no cost)."""
+    evidence = passages(
+        "superuser_reserved_connections determines the number of connection slots reserved for "
+        "superusers. At most max_connections minus superuser_reserved_connections connections can be "
+        "made by non-superusers. The default value is three connections.",
+        "Only OPM, HUD and DOE are implementing GEAR at sufficient scale.",
+    )
+    question = "max_connections is at the default 100. how many of those can our app (not a superuser) use?"
+    echoed = compose_answer(question, "Up to 100 connections can be made by non-superusers [1].", evidence)
+    assert echoed.kind == "quotes" and [d.reason for d in echoed.dropped] == ["no_quantity"]
+    assert "max_connections minus superuser_reserved_connections" in shown(echoed)
+    counted = compose_answer(
+        question, "All but three: max_connections minus superuser_reserved_connections [1].", evidence
+    )
+    assert counted.kind == "answer" and not counted.dropped, "a word for a number is a quantity"
+    none_given = compose_answer(
+        "What was the total cost of the GEAR pilot?",
+        "Only OPM, HUD and DOE are implementing GEAR at sufficient scale [2].",
+        evidence,
+    )
+    assert none_given.kind == "quotes" and [d.reason for d in none_given.dropped] == ["no_quantity"]
+    what = compose_answer("Which agencies implement GEAR?", "OPM, HUD and DOE implement it [2].", evidence)
+    assert what.kind == "answer", "a question asking for no quantity needs none"
+
+
 def test_an_invented_name_and_a_figure_no_cited_unit_states_are_dropped_sentence_by_sentence():
     evidence = passages("The trial recruits 24 participants with tetraplegia at the spinal injuries unit.")
     reply = (
@@ -514,7 +541,7 @@ def test_the_unit_that_best_matches_the_question_is_quoted_though_the_reply_cite
         "The pilot, age 85, held a private pilot certificate with 1,660 total flight hours.",
     )
     answer = compose_answer(
-        "How many flight hours did the pilot have?", "The airplane was substantially damaged [1].", evidence
+        "What flight hours did the pilot have?", "The airplane was substantially damaged [1].", evidence
     )
     assert answer.kind == "answer"
     assert (
@@ -558,9 +585,7 @@ def test_with_room_for_one_quote_the_unit_that_answers_the_question_comes_before
         "superuser_reserved_connections new connections can be accepted from ordinary roles. The default "
         "value is three connections.",
     )
-    question = (
-        "max_connections is at the default 100. how many of those can our non-superuser app sessions use?"
-    )
+    question = "max_connections is at the default 100. can our non-superuser app sessions use all of those?"
     answer = (
         "The max_connections setting determines the maximum number of concurrent connections to the database "
         "server [1]. It is set when the server starts, and the default is typically 100 connections, which "

@@ -26,6 +26,7 @@ DropReason = Literal[
     "negation",
     "label",
     "says_nothing",
+    "no_quantity",
     "dangling",
     "absent",
 ]

@@ -16,7 +16,9 @@ keeps a sentence only if it can trace it to the evidence it cites:
 2. what is kept must say something the question did not: a figure, or a word of the evidence
    the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped, and so
    are a question (the user's echoed, or one asked back) and a sentence that gives a
-   passage's label (its document, heading and page) as the answer.
+   passage's label (its document, heading and page) as the answer. A question asking "how
+   many" or "how much" is answered only by a reply stating a quantity the question does not
+   (:mod:`pipeline.answering.quantities`).
 
 A "yes" answer whose quotes deny what it affirms ("Contrary to what the hint states, it is not
 necessary to stop the postmaster" under "Yes, the hint suggests stopping the server") is no
@@ -47,6 +49,7 @@ from pipeline.answering.answer_rules import AnswerRules
 from pipeline.answering.composed import ComposedAnswer, DroppedSentence
 from pipeline.answering.names import ASKS_FOR_A_DOCUMENT, named_as_the_answer, unknown_names
 from pipeline.answering.polarity import YES, denying_quote
+from pipeline.answering.quantities import asks_for_a_quantity, states_a_quantity
 from pipeline.answering.quotes import (
     NEGATION,
     QUOTE_LIMIT,
@@ -190,6 +193,9 @@ def compose_answer(
     kept_cited = cited_numbers(kept_text, len(passages)) or set(evidence)
     if kept and says_nothing_new(kept_text, question, [evidence[n] for n in sorted(kept_cited)]):
         dropped += [DroppedSentence(s, "says_nothing") for s in kept]
+        kept, kept_text = [], ""
+    if kept and asks_for_a_quantity(question) and not states_a_quantity(kept_text, question):
+        dropped += [DroppedSentence(s, "no_quantity") for s in kept]  # "how many?": no count given
         kept, kept_text = [], ""
     room = max(reply_chars - len(kept_text), 0)  # the quotes fill what the answer leaves of the reply
     quotes = answering_quotes(question, kept_text, passages, units, kept_cited, limit, room, rarity)
