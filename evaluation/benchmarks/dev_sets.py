@@ -27,9 +27,10 @@ What is measured, per question (a row of ``bench-results/answers_<set>.jsonl``):
 - **whole**: the same in everything the user reads: the sentences, the quotes in the text and
   the evidence listed under it;
 - **context**: the same in the passages the model read;
-- the gold source among the cited documents; whether the reply says the documents do not
-  answer (:func:`evaluation.questions.says_not_answered`, one rule for both systems): right for
-  an unanswerable question, a refusal for an answerable one;
+- the gold source among the cited documents; whether the reply gives no answer, saying the
+  documents do not answer or that none could be verified
+  (:func:`evaluation.questions.says_not_answered`, one rule for both systems): right for an
+  unanswerable question, a refusal for an answerable one;
 - the reply's length in characters (all of it), latency, time to the first evidence shown,
   LLM calls.
 
