@@ -2,10 +2,8 @@
 
 Asked "max_connections is at the default 100. how many of those can our app use?", the 1.5B
 model answered "up to 100 concurrent connections can be active", verified, over a quote saying
-"max_connections minus superuser_reserved_connections"; asked "What was the total cost of the
-GEAR pilot in FY 2013?", over a report that never says, it answered with two sentences on which
-agencies run the pilot. Both pass every check of what a sentence states, because neither states
-anything of what was asked: the one number of the first is the user's own, the second has none.
+"max_connections minus superuser_reserved_connections". Every sentence passed every check of what
+it states, because it states nothing of what was asked: its one number is the user's own.
 
 So a reply to a question that asks for a quantity (:func:`asks_for_a_quantity`) answers it only
 if it states one the question does not: a number (one digit will do: "3 connections"; a year or a
@@ -13,7 +11,9 @@ citation marker will not) or a word for one ("none", "twice", "half", "three"). 
 states none is no answer, however well its sentences rest on the evidence: the checks drop it,
 and the user reads the evidence that comes closest instead. Loose on purpose: any number the
 question lacks will do, whatever it counts; whether it is the right one is the figure and role
-checks' (:mod:`pipeline.figures`, :mod:`pipeline.answering.roles`).
+checks' (:mod:`pipeline.figures`, :mod:`pipeline.answering.roles`); and a reply that names a
+number of something else passes ("What was the total cost of the pilot?" answered with which
+agencies run it, "the other three pilot agencies").
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from pipeline.citations import blank_markers
 from pipeline.figures import all_numbers
 
-# "how many", "how much", "what was the total cost", "the number of": a count or an amount.
+# "how many", "how much", "what was the total cost / number / amount": a count or an amount.
 _ASKS_FOR_A_QUANTITY = re.compile(
     r"\bhow\s+(?:many|much)\b"
     r"|\bwhat\s+(?:is|was|are|were)\s+(?:the\s+)?(?:total\s+|overall\s+|combined\s+)?"
