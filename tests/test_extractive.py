@@ -238,6 +238,32 @@ def test_a_reply_around_a_made_up_code_block_does_not_stand():
     ]
 
 
+def test_the_steps_under_an_opening_sentence_the_evidence_does_not_support_do_not_stand():
+    """The opening sentence is the answer; what follows carries it out ("Here are the steps to
+    do it:"). With the opening gone for a name no passage gives, the steps are the model's own,
+    not the documents' answer: none of it stands, and the closest evidence is quoted. A later
+    sentence dropped the same way leaves the opening and the rest standing."""
+    evidence = passages(
+        "Use fromdos from the tofrodos package to convert a file's line endings from CR-LF.",
+        "A terminal runs commands typed at its prompt, one line at a time.",
+    )
+    question = "A script written on Windows fails with ^M errors. How do I fix the file?"
+    opening_made_up = (
+        "You need to convert the file's line endings with the Unixify tool [1]. Here are the steps "
+        "to do it:\n1. Open a terminal [2].\n2. Run the command on the file [2]."
+    )
+    answer = compose_answer(question, opening_made_up, evidence)
+    assert answer.kind == "quotes" and not answer.kept
+    assert [d.reason for d in answer.dropped] == ["name", "dangling", "dangling", "dangling"]
+    later_made_up = (
+        "Convert the file's line endings with fromdos [1]. It is also sold as Unixify [1]. "
+        "A terminal runs commands typed at its prompt [2]."
+    )
+    answer = compose_answer(question, later_made_up, evidence)
+    assert answer.kind == "answer" and "fromdos" in answer.kept and "prompt" in answer.kept
+    assert [d.reason for d in answer.dropped] == ["name"]
+
+
 def test_a_path_the_user_gave_earlier_in_the_conversation_is_theirs_not_the_models():
     evidence = passages("dpkg -S searches the installed packages; apt-file search searches all of them.")
     follow_up = "what if the package isn't installed at all?"

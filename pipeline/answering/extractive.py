@@ -11,8 +11,10 @@ keeps a sentence only if it can trace it to the evidence it cites:
    neighbouring passage: a wrong citation is not an invented name); a "yes" does not stand
    against the evidence that answers the question when that evidence says "not" / "no" /
    "precludes" (the unit it cites, or the unit quoted as answering the question); a sentence
-   that leans on a dropped one ("This increase was offset ...") goes with it; rule packs for
-   particular documents may judge it too (:mod:`pipeline.answering.answer_rules`);
+   that leans on a dropped one ("This increase was offset ...") goes with it, and when the
+   opening sentence, the answer itself, goes for a figure, a name or a term the evidence lacks,
+   nothing after it stands (it carries that answer out: "Here are the steps to do it:"); rule
+   packs for particular documents may judge it too (:mod:`pipeline.answering.answer_rules`);
 2. what is kept must say something the question did not: a figure, or a word of the evidence
    the question does not use. "Yes, OPM reported it [3]" says nothing and is dropped, and so
    are a question (the user's echoed, or one asked back) and a sentence that gives a
@@ -92,6 +94,8 @@ _LEANS_ON_THE_ONE_BEFORE = re.compile(
     r"\W*(?:it|they)\b|\W*(?:\S+\s+){0,4}(?:this|these|those|such)\b", re.IGNORECASE
 )
 _NOT_A_CLAIM = ("says_nothing", "label")
+# What a sentence is dropped for when it puts forward something the evidence lacks.
+_CLAIMS = ("figure", "role", "name", "term", "absent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +175,10 @@ def compose_answer(
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
     corrected: list[str] = []
-    after_a_drop = announced = False
-    for sentence in sentences:
+    after_a_drop = announced = lead_unsupported = False
+    for position, sentence in enumerate(sentences):
         problem, placed, fixes = _judged(sentence, reading, after_a_drop)
+        lead_unsupported |= position == 0 and problem is not None and problem.reason in _CLAIMS
         after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
         if problem is None:
             kept.append(without_the_echo(placed, question))
@@ -184,8 +189,10 @@ def compose_answer(
             dropped.append(problem)
         announced = problem is None and placed.rstrip().endswith(":")
     # A block the model made up (a setting, a file no passage gives) is what the reply around it
-    # explains ("Replace `username` with ..."): none of it stands.
-    if any(d.reason == "term" and is_code_block(d.sentence) for d in dropped):
+    # explains ("Replace `username` with ..."): none of it stands. Nor does a reply whose opening
+    # sentence, its answer, puts forward what the evidence lacks: what follows carries it out
+    # ("To set the hostname, add the following to /var/lib/cloud/seed/...:", then the steps).
+    if lead_unsupported or any(d.reason == "term" and is_code_block(d.sentence) for d in dropped):
         dropped += [DroppedSentence(s, "dangling") for s in kept]
         kept = []
     kept_text = joined_sentences(kept)
