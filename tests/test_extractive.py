@@ -139,7 +139,8 @@ def test_the_first_word_of_a_sentence_left_joined_to_the_one_before_is_no_name()
 def test_the_word_that_opens_a_step_or_a_clause_after_a_colon_is_no_name():
     """Techdocs drafts read by hand: "1. **Stop the Server**: Ensure that ..." and "3. **Query
     pg_stat_activity**: Execute the following ..." lost a procedure's step to "Ensure" and
-    "Execute" read as names; a name later in the clause still counts."""
+    "Execute" read as names, and "1. **Cluster Size**: Enabling data checksums ..." to the
+    title's "Size"; a name later in the clause still counts."""
     evidence = passages(
         "Stop the server, if it's running. Then query pg_stat_activity for the blocked session."
     )
@@ -149,6 +150,8 @@ def test_the_word_that_opens_a_step_or_a_clause_after_a_colon_is_no_name():
         "2. **Query pg_stat_activity**: Execute the query on pg_stat_activity [1]."
     )
     assert not compose_answer(question, steps, evidence).dropped
+    titled = "1. **Blocked Session Lookup**: Query pg_stat_activity for the blocked session [1]."
+    assert not compose_answer(question, titled, evidence).dropped
     invented = "1. **Stop the server**: Ensure that Oracle Enterprise is stopped [1]."
     assert {d.reason: d.detail for d in compose_answer(question, invented, evidence).dropped} == {
         "name": ("Oracle", "Enterprise")

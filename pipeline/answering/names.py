@@ -17,6 +17,9 @@ _NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][\w'’&.-]*[A-Za-z]")
 # A word that opens a sentence or a clause: after a full stop, a colon ("**Stop the server**: Ensure
 # ..."), or a list item's bullet or number on a new line; its capital is no name's.
 _OPENS_A_SENTENCE = re.compile(r"(?:[.!?][\"”’)\]]*|:[*_`]*)\s+$|\n\s*(?:(?:[-*•]|\d+[.)])\s+)?[*_`]*$")
+# A step's title in bold, "1. **Cluster Size**: Enabling checksums …": written in title case, its
+# capitals are the heading's, not names.
+_BOLD_TITLE = re.compile(r"(\*\*|__)[^*_\n]+?(?::\1|\1\s*:)")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _MONTHS = frozenset(name.lower() for name in calendar.month_name if name)
 ASKS_FOR_A_DOCUMENT = re.compile(
@@ -29,14 +32,17 @@ def unknown_names(sentence: str, evidence: str, question: str) -> list[str]:
     """Capitalised words past the sentence's first that neither the cited evidence nor the question
     has. A word after a full stop opens a sentence the splitter left joined ("... in the most
     recent 10-Q. Specifically, ...": "Q." reads as an initial), one after a colon or a list
-    item's marker a clause or a step."""
+    item's marker a clause or a step; the words of a step's bold title ("**Cluster Size**:") are
+    in title case."""
     body = blank_markers(sentence)
     known = f"{evidence}\n{question}".lower()
+    titles = [title.span() for title in _BOLD_TITLE.finditer(body)]
     return [
         found.group()
         for found in list(_NAME_WORD.finditer(body))[1:]
         if found.start() > 0
         and not _OPENS_A_SENTENCE.search(body[: found.start()])
+        and not any(start < found.start() < end for start, end in titles)
         and not _known_name(found.group(), known)
     ]
 
