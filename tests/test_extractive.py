@@ -85,7 +85,8 @@ def test_a_vague_yes_that_names_nothing_from_the_evidence_is_not_an_answer():
 
 def test_a_reply_to_how_many_that_states_no_quantity_of_its_own_is_not_an_answer():
     """Techdocs report #29 (the question's own 100 given back as the answer, verified over the
-    quote that gives a formula) and the probe's GEAR question (two sentences, no cost)."""
+    quote that gives a formula) and the probe's GEAR question (no cost; "three pilot agencies"
+    is a count of agencies, not an amount of money)."""
     evidence = passages(
         "superuser_reserved_connections determines the number of connection slots reserved for "
         "superusers. At most max_connections minus superuser_reserved_connections connections can be "
@@ -106,6 +107,12 @@ def test_a_reply_to_how_many_that_states_no_quantity_of_its_own_is_not_an_answer
         evidence,
     )
     assert none_given.kind == "quotes" and [d.reason for d in none_given.dropped] == ["no_quantity"]
+    agencies = compose_answer(
+        "What was the total cost of the GEAR pilot?",
+        "Only OPM, HUD and DOE, three agencies, are implementing GEAR at sufficient scale [2].",
+        evidence,
+    )
+    assert [d.reason for d in agencies.dropped] == ["no_quantity"], "a cost is no count of agencies"
     what = compose_answer("Which agencies implement GEAR?", "OPM, HUD and DOE implement it [2].", evidence)
     assert what.kind == "answer", "a question asking for no quantity needs none"
 
