@@ -94,8 +94,9 @@ _LEANS_ON_THE_ONE_BEFORE = re.compile(
     r"\W*(?:it|they)\b|\W*(?:\S+\s+){0,4}(?:this|these|those|such)\b", re.IGNORECASE
 )
 _NOT_A_CLAIM = ("says_nothing", "label")
-# What a sentence is dropped for when it puts forward something the evidence lacks.
-_CLAIMS = ("figure", "role", "name", "term", "absent")
+# What a sentence is dropped for when it puts forward something the evidence lacks (not the
+# complement of _NOT_A_CLAIM: a "no", a dangling sentence or a missing quantity is neither).
+_UNSUPPORTED_CLAIMS = ("figure", "role", "name", "term", "absent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +179,7 @@ def compose_answer(
     after_a_drop = announced = lead_unsupported = False
     for position, sentence in enumerate(sentences):
         problem, placed, fixes = _judged(sentence, reading, after_a_drop)
-        lead_unsupported |= position == 0 and problem is not None and problem.reason in _CLAIMS
+        lead_unsupported |= position == 0 and problem is not None and problem.reason in _UNSUPPORTED_CLAIMS
         after_a_drop = problem is not None and problem.reason not in _NOT_A_CLAIM
         if problem is None:
             kept.append(without_the_echo(placed, question))
