@@ -1,8 +1,8 @@
-"""A figure is shown as the answer only where the documents give it in the role the question asks."""
+"""A figure or a name is shown as the answer only where the documents give it in the role asked."""
 
 from __future__ import annotations
 
-from pipeline.answering.roles import figures_out_of_role
+from pipeline.answering.roles import figures_out_of_role, names_out_of_role
 from pipeline.retrieval.context import ContextPiece, Passage, whole_passages
 from pipeline.types import Chunk, EvidenceUnit, SearchHit
 from tests.composing import compose_answer
@@ -106,3 +106,41 @@ def test_a_form_fields_figure_is_what_its_label_says():
     # The same words as prose, not fields, are read whole as before.
     prose = "The engine had 3861 hours on the airframe since the overhaul, when it crashed."
     assert figures_out_of_role(claimed, question, report(prose)) == set()
+
+
+PROPELLER = "Which company manufactured the propeller of the Piper PA-22 in the Tallahassee accident?"
+
+
+def test_a_name_the_documents_give_as_another_someone_is_not_the_answer():
+    """The probe's first question: the report names the aircraft's maker and the engine's, not the
+    propeller's; "Piper Aircraft", the aircraft's make, was shown as the propeller's maker."""
+    passages = report(FORM, title="20071229X02007")
+    composed = compose_answer(PROPELLER, "Piper Aircraft", passages)
+    assert [(d.reason, d.detail) for d in composed.dropped] == [("role", ("Piper Aircraft",))]
+    assert composed.kind != "answer" and composed.filled_a_gap
+    written = "The propeller was manufactured by Piper Aircraft [1]."
+    assert names_out_of_role(written, PROPELLER, passages) == ["Piper Aircraft"]
+    # The field the name stands in says what it is: the engine's maker is in the role asked.
+    engine = "Which company manufactured the engine of the Piper PA-22 in the Tallahassee accident?"
+    assert names_out_of_role("Lycoming manufactured the engine [1].", engine, passages) == []
+    # The question's own name is no answer put forward; where it is asked about says nothing of the role.
+    assert names_out_of_role("The Piper PA-22 crashed in Tallahassee [1].", PROPELLER, passages) == []
+
+
+def test_a_name_stated_where_the_role_asked_is_stands():
+    signed = report(
+        "We met every goal we set ourselves this year.\nKatherine Archuleta\nDirector\nMarch 7, 2014",
+        "Our plans for next year are set out in the strategic plan, which Congress reviews.",
+    )
+    question = "Who signed the Director's message in the annual performance report?"
+    composed = compose_answer(question, "The message was signed by Katherine Archuleta [1].", signed)
+    assert composed.kind == "answer" and not composed.dropped, "a signature's title stands under the name"
+    # Named on a line with nothing of signing, directing or a message, the same name is not the signer.
+    elsewhere = report("Katherine Archuleta opened the new retirement processing centre in Boyers.")
+    assert names_out_of_role("The message was signed by Katherine Archuleta [1].", question, elsewhere) == [
+        "Katherine Archuleta"
+    ]
+    # "Who is eligible" asks what makes someone so: the places and bodies an answer names are no answer.
+    eligible = report("Participants are in-patients at the Queen Elizabeth National Spinal Injuries Unit.")
+    said = "Eligible participants are in-patients at the Queen Elizabeth National Spinal Injuries Unit [1]."
+    assert names_out_of_role(said, "Who is eligible to join the trial?", eligible) == []

@@ -63,7 +63,7 @@ from pipeline.answering.quotes import (
     quote_candidates,
     said_in,
 )
-from pipeline.answering.roles import figures_out_of_role
+from pipeline.answering.roles import figures_out_of_role, names_out_of_role
 from pipeline.answering.sentences import (
     LABEL_CHARS,
     POLAR_OPENING,
@@ -335,6 +335,9 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     misplaced = figures_out_of_role(sentence, question, passages) if reading.check_figures else set()
     if misplaced:  # stated, but as another quantity than the one the sentence says it is
         return DroppedSentence(sentence, "role", tuple(written_forms(sentence, misplaced)))
+    named_elsewhere = names_out_of_role(sentence, question, passages)
+    if named_elsewhere:  # a name the documents give, but as another someone than the one asked for
+        return DroppedSentence(sentence, "role", tuple(named_elsewhere))
     if any(len(lab) > LABEL_CHARS and lab in sentence for lab in (p.evidence_label() for p in passages)):
         return DroppedSentence(sentence, "label")  # a passage's title and page are not an answer
     if not ASKS_FOR_A_DOCUMENT.search(question) and any(
@@ -369,7 +372,9 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
     stated = reading.stated_by(sentence)
     if unstated_figures(sentence, stated, reading.question):
         return True
-    if figures_out_of_role(sentence, reading.question, reading.passages):
+    if figures_out_of_role(sentence, reading.question, reading.passages) or names_out_of_role(
+        sentence, reading.question, reading.passages
+    ):
         return True
     return bool(
         unknown_names(sentence, stated, reading.question)

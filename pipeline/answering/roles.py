@@ -1,4 +1,4 @@
-"""A figure shown as the answer only where the documents give it in the role asked.
+"""A figure, or a name, shown as the answer only where the documents give it in the role asked.
 
 Asked "What was OPM's total appropriated budget for fiscal year 2013?", the 1.5B model answered
 "OPM's total appropriated budget for fiscal year 2013 was $76.5 billion": a figure the report
@@ -24,6 +24,16 @@ times or more, as on a form or a cover page), where the line holds every field's
 field's label says what its figure is. A figure no passage states is the figure check's. A number
 inside a name is no quantity: an identifier's ("events_2023_01") or a version's ("Plan 2.0",
 "Release 15": a bare number after a capitalised word).
+
+A name is judged the same way where the question asks for someone ("who signed ...?", "which
+company made ...?"): asked which company manufactured an aircraft's propeller, the model answered
+"Piper Aircraft", the aircraft's make, which the report gives only as "Aircraft Make: Piper". A
+name the answer puts forward (a run of capitalised words holding a word the question lacks)
+stands only where a line stating it (every word of it), the line after it (a signature's title) or
+the headings above them hold a word of what the question asks: the words of its asking clause, up
+to the first preposition ("manufactured the propeller", not "of the Piper PA-22 in the Tallahassee
+accident", which only says where to look); a line of form fields by the labels of the fields the
+name stands in. A name no passage states is the name check's (:mod:`pipeline.answering.names`).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import re
 from collections.abc import Sequence
 
 from pipeline.answering.quotes import content_words
+from pipeline.citations import blank_markers
 from pipeline.figures import all_numbers, figure_forms, figures
 from pipeline.retrieval.context import Passage
 from pipeline.retrieval.evidence import without_question_words
@@ -51,6 +62,22 @@ _VERSION = re.compile(r"\b([A-Z][\w-]*\s+)\d+(?:\.\d+)*(?![.,]?\d)(?!\s*(?:%|per
 # A form field's label, up to four words before its colon ("Net Weight: 380 kg").
 _FIELD_LABEL = re.compile(r"((?:[A-Za-z][\w/().'-]*\s+){0,3}[A-Za-z][\w/().'-]*):\s")
 MIN_FORM_FIELDS = 3  # "Label: value" pairs that make a line a form's fields rather than prose
+# A question that asks for someone: a person or a body, by "who" or by the kind of body it is;
+# "who is eligible" asks what makes someone so, not for a name.
+_ASKS_FOR_SOMEONE = re.compile(
+    r"\b(?:whom|whose)\b|\bwho\b(?!\s+(?:is|are|was|were)\s+(?!the\b|an?\b))"
+    r"|\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:compan(?:y|ies)|organi[sz]ations?|agenc(?:y|ies)|firms?|"
+    r"manufacturers?|makers?|vendors?|suppliers?|persons?|people|teams?|groups?|departments?|offices?|"
+    r"bod(?:y|ies)|authors?|sponsors?|investigators?|contractors?|institutions?|universit(?:y|ies)|banks?|"
+    r"auditors?|providers?|partners?|customers?|individuals?)\b",
+    re.IGNORECASE,
+)
+# Where a question's asking clause ends and the words locating what it asks about begin.
+_PREPOSITION = re.compile(
+    r"\b(?:of|in|at|on|for|from|by|during|near|since|under|with|about|to|after|before)\b", re.IGNORECASE
+)
+# A name: capitalised words in a row, "of", "and", "for" or "&" between them.
+_NAME_SPAN = re.compile(r"[A-Z][\w'’&.-]*[\w](?:\s+(?:(?:of|and|for|the|&)\s+)?[A-Z][\w'’&.-]*[\w])*")
 
 
 def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage]) -> set[str]:
@@ -70,6 +97,61 @@ def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage
         if stating and not any(_speaks_of(asked, p, forms) for p in stating):
             misplaced.add(figure)
     return misplaced
+
+
+def names_out_of_role(sentence: str, question: str, passages: Sequence[Passage]) -> list[str]:
+    """The names ``sentence`` gives for the someone ``question`` asks for that ``passages`` state,
+    but nowhere in the role the question asks (see the module docstring)."""
+    asking = _ASKS_FOR_SOMEONE.search(question)
+    if not asking:
+        return []
+    clause = question[asking.start() :]
+    cut = next((m.start() for m in _PREPOSITION.finditer(clause) if _words(clause[: m.start()])), None)
+    asked_words = _words(clause[:cut]) - _DATING
+    known = content_words(question)
+    misplaced = []
+    for span in _NAME_SPAN.findall(blank_markers(sentence)):
+        named = content_words(span)
+        if not named - known:
+            continue  # the question's own name, or a word that only opens the sentence
+        stating = [
+            (passage, line) for passage in passages for line in _lines_naming(passage.text, span, named)
+        ]
+        role = asked_words - named
+        if (
+            stating
+            and role
+            and not any(
+                (role - content_words(passage.chunk.title))
+                & content_words(f"{line}\n{' '.join(passage.chunk.heading_path)}")
+                for passage, line in stating
+            )
+        ):
+            misplaced.append(span)
+    return misplaced
+
+
+def _lines_naming(text: str, span: str, named: set[str]) -> list[str]:
+    """The lines of ``text`` holding every word of the name ``span`` (``named``: its words, stemmed),
+    each as it describes the name: a line of form fields by the labels of the fields the name's
+    words stand in ("Aircraft Make: Piper Registration: N5921D ..." describes "Piper" as the
+    aircraft's make, whatever the rest of the line holds)."""
+    lines = []
+    split = text.split("\n")
+    for line, following in zip(split, [*split[1:], ""]):
+        if not named <= content_words(line):
+            continue
+        labels = list(_FIELD_LABEL.finditer(line))
+        if len(labels) < MIN_FORM_FIELDS:
+            lines.append(f"{line}\n{following}")  # a signature's title stands under the name
+            continue
+        for word in span.split():
+            for found in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", line, re.IGNORECASE):
+                # The field a word stands in is the last one whose label ends before it: the label
+                # pattern may take a value's words as the start of the next label.
+                field = [label for label in labels if label.end() <= found.start()][-1:]
+                lines += [label.group(1) for label in field]
+    return lines
 
 
 def _words(text: str, ordinary: bool = False) -> set[str]:
