@@ -72,10 +72,31 @@ def test_a_table_rows_figure_is_read_with_its_header_and_label():
     question = "How much revenue did Apple's iPhone bring in during the June quarter of 2023?"
     assert figures_out_of_role("iPhone brought in $39,669 million [1].", question, passages) == set()
     asked = "What were the Mac's net sales in the June quarter of 2023?"
-    assert figures_out_of_role("The Mac's net sales were $39,669 million [1].", asked, passages) == set()
+    assert figures_out_of_role("The Mac's net sales were $39,669 million [1].", asked, passages) == set(), (
+        "the words are read, not the sentence: with no passage naming the Mac, its name decides nothing"
+    )
     elsewhere = "How much did the services segment earn in operating income?"
     misplaced = figures_out_of_role("The services segment earned $39,669 million [1].", elsewhere, passages)
     assert misplaced == {"39669"}
+
+
+def test_a_figure_of_a_passage_that_never_names_the_subject_asked_about_is_not_its_figure():
+    """A probe reply: the average cost of a retirement claim, given as the GEAR pilot's total cost
+    (the passage says "cost", one of the question's words, but never names the pilot; others do)."""
+    question = "What was the total cost of the GEAR pilot in FY 2013?"
+    claims = "OPM processed retirement claims at an average per unit cost of $91.37 in FY 2013."
+    pilot = "Five agencies took part in the GEAR pilot, which tested new ways to manage performance."
+    claimed = "The total cost of the GEAR pilot in FY 2013 was $91.37 [1]."
+    assert figures_out_of_role(claimed, question, report(claims, pilot)) == {"91.37"}
+    # Where the pilot is named, the passage speaks of it: the same figure stands.
+    named = "The GEAR pilot's total cost in FY 2013 was $91.37 per agency."
+    assert figures_out_of_role(claimed, question, report(claims, pilot, named)) == set()
+    # Named in no passage, the pilot tells none of them apart: the figure is read by its words alone.
+    assert figures_out_of_role(claimed, question, report(claims)) == set()
+    # A name the document's title holds ("OPM") locates every passage: it is no subject to tell apart.
+    asked = "What was OPM's average per unit cost of processing retirement claims in FY 2013?"
+    stated = "OPM's average per unit cost of processing retirement claims was $91.37 [1]."
+    assert figures_out_of_role(stated, asked, report(claims, pilot)) == set()
 
 
 def test_numbers_inside_names_are_no_quantities():
@@ -83,6 +104,14 @@ def test_numbers_inside_names_are_no_quantities():
     question = "What was Intel's R&D expenditure, and which initiatives were prioritized?"
     assert figures_out_of_role("The IDM 2.0 strategy was prioritized [1].", question, passages) == set()
     assert figures_out_of_role("Run DETACH PARTITION events_2023_01 [2].", question, passages) == set()
+    # A model's code is a name too: the probe's "Piper PA-22-150" is no figure of 150.
+    airstrip = report(
+        "The pilot, age 85, was attempting to land a Piper PA-22-150 at his private airstrip.",
+        "Location: Tallahassee, FL",
+    )
+    why = "Why did the pilot choose his private airstrip rather than a public airport near Tallahassee?"
+    said = "The pilot chose his private airstrip near Tallahassee to land a Piper PA-22-150 [1]."
+    assert figures_out_of_role(said, why, airstrip) == set()
 
 
 FORM = (

@@ -22,8 +22,15 @@ The check is loose on purpose: any passage stating the figure, cited or not, and
 role's words will do. One place is read more narrowly: a line of form fields ("Label: value" three
 times or more, as on a form or a cover page), where the line holds every field's words and only a
 field's label says what its figure is. A figure no passage states is the figure check's. A number
-inside a name is no quantity: an identifier's ("events_2023_01") or a version's ("Plan 2.0",
-"Release 15": a bare number after a capitalised word).
+inside a name is no quantity: an identifier's ("events_2023_01"), a model's code ("PA-22-150") or
+a version's ("Plan 2.0", "Release 15": a bare number after a capitalised word).
+
+Whose figure it is counts too. Asked the total cost of the GEAR pilot, the model gave "$91.37",
+which the report states as the average cost of a retirement claim in a passage that says "cost"
+but never names the pilot. A name of the question's (written with a capital) that the sentence
+gives its figure for, and that some passage writes, must be written by a passage stating the
+figure (in its text, headings or title); a name no passage writes tells no passage apart (a
+filing's tables say "we", not "NVIDIA"), and a name of the document's title locates them all.
 
 A name is judged the same way where the question asks for someone ("who signed ...?", "which
 company made ...?"): asked which company manufactured an aircraft's propeller, the model answered
@@ -57,7 +64,8 @@ _DATING = content_words(
 # Words of the question a sentence must give a figure in before its role is judged: one alone may
 # be the user's synonym of the document's ("revenue" for a row of "Total net sales").
 MIN_ROLE_WORDS = 2
-_IDENTIFIER = re.compile(r"\w*_\w*")
+# An identifier ("events_2023_01") or a model's code ("PA-22-150", "COVID-19"): names, not quantities.
+_IDENTIFIER = re.compile(r"\w*_\w*|\b[A-Za-z]+(?:-[A-Za-z]*\d+[A-Za-z]*)+\b")
 _VERSION = re.compile(r"\b([A-Z][\w-]*\s+)\d+(?:\.\d+)*(?![.,]?\d)(?!\s*(?:%|percent))")
 # A form field's label, up to four words before its colon ("Net Weight: 380 kg").
 _FIELD_LABEL = re.compile(r"((?:[A-Za-z][\w/().'-]*\s+){0,3}[A-Za-z][\w/().'-]*):\s")
@@ -89,12 +97,19 @@ def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage
     if not claimed:
         return set()
     asked = (_words(question) & _words(sentence)) - _DATING
+    # The question's names the sentence gives its figure for, where the passages tell them apart:
+    # a name no passage writes (a filing's tables say "we", not "NVIDIA") decides nothing.
+    subjects = {
+        name for name in _names(question) & asked if any(_names_a_subject({name}, p) for p in passages)
+    }
     numbers = [all_numbers(p.text) for p in passages]  # once, not once per figure
     misplaced = set()
     for figure in claimed:
         forms = figure_forms(figure)
         stating = [p for p, stated in zip(passages, numbers) if forms & stated]
-        if stating and not any(_speaks_of(asked, p, forms) for p in stating):
+        if stating and not any(
+            _speaks_of(asked, p, forms) and _names_a_subject(subjects, p) for p in stating
+        ):
             misplaced.add(figure)
     return misplaced
 
@@ -177,6 +192,22 @@ def _speaks_of(asked: set[str], passage: Passage, forms: set[str]) -> bool:
     lines = _lines_describing(passage.text, forms)
     described = "\n".join((*passage.chunk.heading_path[-1:], *around, *lines))
     return bool(role & content_words(described))
+
+
+def _names(question: str) -> set[str]:
+    """The words ``question`` writes with a capital, past its first: the names of what it asks about."""
+    words = re.findall(r"[\w&'’.-]+", question)[1:]
+    return content_words(" ".join(w for w in words if w[:1].isupper()))
+
+
+def _names_a_subject(subjects: set[str], passage: Passage) -> bool:
+    """Whether ``passage`` names one of ``subjects`` (the question's names the sentence gives its
+    figure for, stemmed) anywhere in its text, headings or title, when there are any: a figure of a
+    passage that never names the GEAR pilot, where others do, is not the pilot's."""
+    if not subjects:
+        return True
+    where = f"{passage.chunk.title}\n{' '.join(passage.chunk.heading_path)}\n{passage.text}"
+    return bool(subjects & content_words(where))
 
 
 def _lines_describing(text: str, forms: set[str]) -> list[str]:
