@@ -133,17 +133,18 @@ def names_out_of_role(sentence: str, question: str, passages: Sequence[Passage])
             (passage, line) for passage in passages for line in _lines_naming(passage.text, span, named)
         ]
         role = asked_words - named
-        if (
-            stating
-            and role
-            and not any(
-                (role - content_words(passage.chunk.title))
-                & content_words(f"{line}\n{' '.join(passage.chunk.heading_path)}")
-                for passage, line in stating
-            )
-        ):
+        if stating and role and not any(_says_role(role, passage, line) for passage, line in stating):
             misplaced.append(span)
     return misplaced
+
+
+def _says_role(role: set[str], passage: Passage, line: str) -> bool:
+    """Whether ``line`` of ``passage``, or a heading above it, holds a word of ``role`` beyond its
+    document's title."""
+    return bool(
+        (role - content_words(passage.chunk.title))
+        & content_words(f"{line}\n{' '.join(passage.chunk.heading_path)}")
+    )
 
 
 def _lines_naming(text: str, span: str, named: set[str]) -> list[str]:
