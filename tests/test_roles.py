@@ -152,7 +152,7 @@ def test_a_name_the_documents_give_as_another_someone_is_not_the_answer():
     # The field the name stands in says what it is: the engine's maker is in the role asked.
     engine = "Which company manufactured the engine of the Piper PA-22 in the Tallahassee accident?"
     assert names_out_of_role("Lycoming manufactured the engine [1].", engine, passages) == []
-    # The question's own name is no answer put forward; where it is asked about says nothing of the role.
+    # The question's own names (Piper, PA-22, Tallahassee) are not put forward as an answer: not judged.
     assert names_out_of_role("The Piper PA-22 crashed in Tallahassee [1].", PROPELLER, passages) == []
 
 
