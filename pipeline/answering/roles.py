@@ -64,7 +64,7 @@ _DATING = content_words(
 # Words of the question a sentence must give a figure in before its role is judged: one alone may
 # be the user's synonym of the document's ("revenue" for a row of "Total net sales").
 MIN_ROLE_WORDS = 2
-# An identifier ("events_2023_01") or a model's code ("PA-22-150", "COVID-19"): names, not quantities.
+# An identifier ("events_2023_01") or a model's code ("A-320", "COVID-19"): names, not quantities.
 _IDENTIFIER = re.compile(r"\w*_\w*|\b[A-Za-z]+(?:-[A-Za-z]*\d+[A-Za-z]*)+\b")
 _VERSION = re.compile(r"\b([A-Z][\w-]*\s+)\d+(?:\.\d+)*(?![.,]?\d)(?!\s*(?:%|percent))")
 # A form field's label, up to four words before its colon ("Net Weight: 380 kg").
@@ -98,17 +98,18 @@ def figures_out_of_role(sentence: str, question: str, passages: Sequence[Passage
         return set()
     asked = (_words(question) & _words(sentence)) - _DATING
     # The question's names the sentence gives its figure for, where the passages tell them apart:
-    # a name no passage writes (a filing's tables say "we", not "NVIDIA") decides nothing.
-    subjects = {
-        name for name in _names(question) & asked if any(_names_a_subject({name}, p) for p in passages)
-    }
+    # a name no passage writes (a report's tables say "we", not the company's name) decides nothing.
+    given_for = _names(question) & asked
+    written = [given_for & _written_in(p) for p in passages] if given_for else [set()] * len(passages)
+    subjects = set().union(*written)
     numbers = [all_numbers(p.text) for p in passages]  # once, not once per figure
     misplaced = set()
     for figure in claimed:
         forms = figure_forms(figure)
-        stating = [p for p, stated in zip(passages, numbers) if forms & stated]
+        stating = [(p, names) for p, stated, names in zip(passages, numbers, written) if forms & stated]
+        # A passage that never writes a subject the others tell apart speaks of another one.
         if stating and not any(
-            _speaks_of(asked, p, forms) and _names_a_subject(subjects, p) for p in stating
+            _speaks_of(asked, p, forms) and (names or not subjects) for p, names in stating
         ):
             misplaced.add(figure)
     return misplaced
@@ -201,14 +202,9 @@ def _names(question: str) -> set[str]:
     return content_words(" ".join(w for w in words if w[:1].isupper()))
 
 
-def _names_a_subject(subjects: set[str], passage: Passage) -> bool:
-    """Whether ``passage`` names one of ``subjects`` (the question's names the sentence gives its
-    figure for, stemmed) anywhere in its text, headings or title, when there are any: a figure of a
-    passage that never names the GEAR pilot, where others do, is not the pilot's."""
-    if not subjects:
-        return True
-    where = f"{passage.chunk.title}\n{' '.join(passage.chunk.heading_path)}\n{passage.text}"
-    return bool(subjects & content_words(where))
+def _written_in(passage: Passage) -> set[str]:
+    """The words (stemmed) of ``passage``'s text, headings and title: where it names what it is about."""
+    return content_words(f"{passage.chunk.title}\n{' '.join(passage.chunk.heading_path)}\n{passage.text}")
 
 
 def _lines_describing(text: str, forms: set[str]) -> list[str]:
