@@ -171,6 +171,7 @@ class Drafting:
             reply_chars=self.agent.settings.reply_chars,
             rarity=self.run.rarity,
             conversation=self.run.conversation,
+            documents_name=self.run.documents_name,
         )
         await self.run.step(
             Step.COMPOSE,

@@ -4,7 +4,7 @@ drafting until a draft passes the checks or the evidence is quoted instead."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipeline.answering.quotes import QuoteCandidate, answering_quotes
@@ -45,6 +45,7 @@ class QuestionRun:
         self.best: list[Passage] = []
         self.absent: list[str] = []  # the question's technical names no searched document mentions
         self.rarity: dict[str, float] = {}  # how rare each searched word is where it was searched
+        self.documents_name: Callable[[str], bool] | None = None  # a word named by a searched document
         self.verdicts: dict[str, str | None] = {"supported": None, "useful": None}
         self.started = time.perf_counter()
 
@@ -160,6 +161,7 @@ class QuestionRun:
             self.best = kept
             self.absent = list(details.get("absent", []))
             self.rarity = rarity
+            self.documents_name = retrieved.documents_name
         await self.step(
             Step.GRADE_DOCUMENTS,
             threshold=self.agent.settings.grade_threshold,

@@ -570,6 +570,28 @@ def test_a_question_on_a_name_the_documents_never_mention_is_answered_so():
     ), "what the documents do say stands, after what they never mention"
 
 
+def test_a_program_the_searched_collections_name_stands_and_one_they_never_name_does_not():
+    """The search tells which words its collections name; the answer code reads it for the program
+    a line of code runs: ``networkctl``, which the passage read does not show but the manuals
+    name elsewhere, stands; ``netcfg-tool``, which no document names, does not."""
+    hits = [SearchHit(chunk(1, "The ifconfig command is replaced by ip from the iproute2 package."), 0.9)]
+    asked = "ifconfig isn't installed. what do I use instead?"
+
+    class Retriever(ScriptedRetriever):
+        async def __call__(self, queries, domain, mode):
+            retrieved = await super().__call__(queries, domain, mode)
+            return Retrieved(retrieved.passages, {}, {"networkctl"}.__contains__)
+
+    def answered(draft: str):
+        result, _ = run(agent(), lm({"answer": draft}), Retriever(hits), asked, sparse_available=False)
+        return result
+
+    shown = answered("Use ip from the iproute2 package instead [1]:\n```\nnetworkctl status\n```")
+    assert shown.outcome == "answered" and "networkctl status" in shown.answer
+    made_up = answered("Use `netcfg-tool --list` instead [1].")
+    assert made_up.outcome != "answered" and "netcfg-tool" not in made_up.answer
+
+
 def test_the_searchs_word_rarity_chooses_the_quotes_and_stays_out_of_the_steps():
     """The search reports how rare each searched word is in the collections (``rarity``): the
     quotes weigh shared words by it, so the row naming the rare "ifconfig" is quoted, not only

@@ -230,6 +230,34 @@ def test_an_option_path_or_setting_no_passage_gives_is_the_models_and_does_not_s
     assert not users.dropped
 
 
+def test_a_program_no_passage_names_is_the_models_and_does_not_stand():
+    """A techdocs draft answered a Windows script's ^M errors with "use `dos2unix`", a program the
+    manual never names (it gives fromdos, from tofrodos), shown verified. The first word of a line
+    of code names the program it runs; one the passages give stands, behind sudo or a prompt too,
+    and so does the user's own."""
+    evidence = passages("Use fromdos from the tofrodos package to convert a file's line endings from CR-LF.")
+    question = "A script written on Windows fails with ^M errors. How do I fix the file?"
+    invented = compose_answer(question, "Convert the file with `dos2unix script.sh` [1].", evidence)
+    assert [(d.reason, d.detail) for d in invented.dropped] == [("term", ("dos2unix",))]
+    block = "Convert it [1]:\n```sh\n$ dos2unix script.sh\n```"
+    in_a_block = compose_answer(question, block, evidence)
+    assert [(d.reason, d.detail) for d in in_a_block.dropped] == [("dangling", ()), ("term", ("dos2unix",))]
+    given = "Convert it [1]:\n```sh\n$ sudo fromdos script.sh\n```\nThen `fromdos -h` lists its options [1]."
+    assert not compose_answer(question, given, evidence).dropped
+    # An everyday tool the passages read do not name stands where a document searched names it.
+    check = "Install it [1]:\n```sh\nsudo apt-get install tofrodos\n```\nCheck with `dpkg -L tofrodos` [1]."
+    dropped = compose_answer(question, check, evidence).dropped
+    assert [d.detail for d in dropped if d.reason == "term"] == [("apt-get",), ("dpkg",)]
+    manuals = {"apt-get", "dpkg"}.__contains__
+    assert not compose_answer(question, check, evidence, documents_name=manuals).dropped
+    placeholder = "Convert it with `fromdos` [1]. Replace `script.sh` with your file's name [1]."
+    assert not compose_answer(question, placeholder, evidence).dropped
+    users = compose_answer(
+        "Can I fix ^M errors with dos2unix?", "Yes: `dos2unix` converts the file [1].", evidence
+    )
+    assert [d.reason for d in users.dropped] != ["term"]
+
+
 def test_a_reply_around_a_made_up_code_block_does_not_stand():
     """The block is what the sentences around it explain ("Replace `username` with ..."): with it
     made up, none of the reply is the documents' answer, and the closest evidence is quoted."""

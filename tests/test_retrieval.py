@@ -236,6 +236,25 @@ def test_top_sentences_keeps_the_sentences_the_cross_encoder_scores_best(index_d
         DocfinderService(settings)
 
 
+def test_a_search_tells_which_words_its_collections_name_and_the_agent_is_handed_it(index_dir):
+    """A program an answer tells the user to run stands where a document of the searched
+    collections names it (pipeline.answering.terms): the search answers that from the
+    collections it searched, not the whole index, and hands it on with its passages."""
+    settings = load_settings(index__dir=index_dir)
+
+    async def run(collections):
+        async with open_service(settings) as service:
+            result = await service.search("proposal deadline", k=3, collections=collections)
+            return result, service.passages_of(result, open_live(index_dir, memory_map=True))
+
+    scoped, handed = asyncio.run(run(["ops"]))
+    assert scoped.documents_name("deadlines") and not scoped.documents_name("spectrometer")
+    assert not scoped.documents_name("dos2unix")
+    assert handed.documents_name is scoped.documents_name
+    everywhere, _ = asyncio.run(run(None))
+    assert everywhere.documents_name("spectrometer")
+
+
 def test_a_terms_rarity_is_its_inverse_document_frequency_in_the_searched_collections(index_dir):
     """The answer code weighs the words a quote shares with the question by their rarity: counted
     here from the chunks' own text, as BM25 indexes it, per collection and over both."""

@@ -44,8 +44,8 @@ text (the prompt, echoed) is no answer: the evidence that answers is quoted inst
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 
 from pipeline.answering.answer_rules import AnswerRules
 from pipeline.answering.composed import ComposedAnswer, DroppedSentence
@@ -63,6 +63,7 @@ from pipeline.answering.quotes import (
     quote_candidates,
     said_in,
 )
+from pipeline.answering.reading import Reading
 from pipeline.answering.roles import figures_out_of_role, names_out_of_role
 from pipeline.answering.sentences import (
     LABEL_CHARS,
@@ -99,40 +100,6 @@ _NOT_A_CLAIM = ("says_nothing", "label")
 _UNSUPPORTED_CLAIMS = ("figure", "role", "name", "term", "absent")
 
 
-@dataclass(frozen=True, slots=True)
-class _Reading:
-    """What each sentence of a reply is checked against: the question, the numbered passages (as
-    the model read them, and as quotable units), the passages the reply cites, the rule packs."""
-
-    question: str
-    passages: Sequence[Passage]
-    evidence: dict[int, str]
-    units: Sequence[QuoteCandidate]
-    cited: Collection[int]
-    check_figures: bool
-    rules: Sequence[AnswerRules] = ()
-    absent: Sequence[str] = ()
-    conversation: str = ""  # the user's earlier turns: their words, names and paths are no invention
-
-    def cited_by(self, sentence: str) -> set[int]:
-        """The passages ``sentence`` rests on: those it cites, else those the reply cites, else all."""
-        everything = range(1, len(self.passages) + 1)
-        return cited_numbers(sentence, len(self.passages)) or set(self.cited) or set(everything)
-
-    @property
-    def said_by_user(self) -> str:
-        """The question and the user's earlier turns: what the user wrote, nothing the model made up."""
-        return f"{self.question}\n{self.conversation}"
-
-    def stated_by(self, sentence: str) -> str:
-        """The text of the passages ``sentence`` rests on, as the model read them."""
-        return "\n".join(self.evidence[n] for n in sorted(self.cited_by(sentence)))
-
-    def units_cited_by(self, sentence: str) -> list[QuoteCandidate]:
-        own = self.cited_by(sentence)
-        return [u for u in self.units if u.n in own]
-
-
 def compose_answer(
     question: str,
     reply: str,
@@ -145,6 +112,7 @@ def compose_answer(
     reply_chars: int,
     rarity: Mapping[str, float] | None = None,
     conversation: str = "",
+    documents_name: Callable[[str], bool] | None = None,
 ) -> ComposedAnswer:
     """The answer built from the model's ``reply`` to ``question`` over ``passages`` (the
     evidence it read, numbered from 1); see the module docstring.
@@ -158,6 +126,8 @@ def compose_answer(
     none stands after the sentence saying which names the documents never mention. ``rarity``
     weighs the words a quote shares with the question (:func:`pipeline.answering.quotes.best_matches`).
     ``conversation``: the earlier turns, whose terms are the user's as the question's are.
+    ``documents_name`` tells whether a document of the searched collections names a word: a
+    program a line of code runs stands where one does (:mod:`pipeline.answering.terms`).
     """
     cited = cited_numbers(reply, len(passages))
     sentences = answer_sentences(reply)
@@ -170,8 +140,17 @@ def compose_answer(
         quotes = answering_quotes(question, "", passages, units, set(), limit, reply_chars, rarity)
         return ComposedAnswer(DOCUMENTS_SAY, "quotes", "", quotes, [DroppedSentence(reply[:300], "label")])
     evidence = {n: _evidence(passages[n - 1]) for n in range(1, len(passages) + 1)}
-    reading = _Reading(
-        question, passages, evidence, units, cited, check_figures, tuple(rules), tuple(absent), conversation
+    reading = Reading(
+        question,
+        passages,
+        evidence,
+        units,
+        cited,
+        check_figures,
+        tuple(rules),
+        tuple(absent),
+        conversation,
+        documents_name,
     )
     kept: list[str] = []
     dropped: list[DroppedSentence] = []
@@ -298,7 +277,7 @@ def _rows_the_packs_quote(
 
 
 def _judged(
-    sentence: str, reading: _Reading, after_a_drop: bool
+    sentence: str, reading: Reading, after_a_drop: bool
 ) -> tuple[DroppedSentence | None, str, list[str]]:
     """Why ``sentence`` cannot stand (None when it can), the sentence as it stands once the rule
     packs placed its figures, and those fixes."""
@@ -316,7 +295,7 @@ def _judged(
     return _problem(placed, reading), placed, fixes
 
 
-def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
+def _problem(sentence: str, reading: Reading) -> DroppedSentence | None:
     """Why ``sentence`` cannot stand (None when it can): checked against the evidence it cites."""
     if blank_markers(sentence).rstrip().endswith("?"):  # the question echoed, or one asked back
         return DroppedSentence(sentence, "says_nothing")
@@ -345,7 +324,7 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     ):
         return DroppedSentence(sentence, "label")  # "the model used is the <document's title>"
     read = "\n".join(evidence.values())
-    made_up = unknown_terms(sentence, read, reading.said_by_user)
+    made_up = unknown_terms(sentence, read, reading.said_by_user, reading.documents_name)
     if made_up:  # an option, a system path or an identifier that no passage read gives
         return DroppedSentence(sentence, "term", tuple(made_up))
     unknown = unknown_names(sentence, read, question)
@@ -357,7 +336,7 @@ def _problem(sentence: str, reading: _Reading) -> DroppedSentence | None:
     return None
 
 
-def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
+def offers_what_its_sources_lack(sentence: str, reading: Reading) -> bool:
     """Whether ``sentence`` puts forward a figure, a name or a term (an option, a system path, an
     identifier) that neither the passages it cites nor the user states: what a small model writes
     when the evidence lacks what was asked (an agency's "total appropriated budget for fiscal year
@@ -378,11 +357,11 @@ def offers_what_its_sources_lack(sentence: str, reading: _Reading) -> bool:
         return True
     return bool(
         unknown_names(sentence, stated, reading.question)
-        or unknown_terms(sentence, stated, reading.said_by_user)
+        or unknown_terms(sentence, stated, reading.said_by_user, reading.documents_name)
     )
 
 
-def _negating_unit(question: str, reading: _Reading, cited: Collection[int]) -> QuoteCandidate | None:
+def _negating_unit(question: str, reading: Reading, cited: Collection[int]) -> QuoteCandidate | None:
     """The unit that best matches the question when it negates (None when it does not): among
     those cited, or in all the evidence read (the unit quoted under the answer as answering the
     question: a "yes" printed above "... precludes its use as evidence" contradicts its own quote)."""

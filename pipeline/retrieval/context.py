@@ -173,8 +173,7 @@ def choose_passages(
 
 @dataclass(frozen=True, slots=True)
 class OrderInput:
-    """What an ordering arranges: the selected pieces, the configuration, the pieces' vectors
-    (:class:`SentenceVectors`) and the query's vector."""
+    """What an ordering arranges: the pieces chosen, the configuration, their vectors, the query's."""
 
     pieces: list[ContextPiece]
     config: ContextConfig
@@ -266,6 +265,7 @@ class Retrieved:
 
     passages: list[Passage]
     details: dict[str, Any] = field(default_factory=dict)
+    documents_name: Callable[[str], bool] | None = None  # whether a searched document names a word
 
 
 def _reading_order(piece: ContextPiece) -> str:

@@ -71,6 +71,7 @@ class SearchResult:
     queries: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()  # the query's technical names the searched collections never mention
     rarity: dict[str, float] = field(default_factory=dict)  # each query term's rarity in those collections
+    documents_name: Callable[[str], bool] | None = None  # whether a document of those names a word
 
 
 class Searcher:
@@ -116,7 +117,11 @@ class Searcher:
         if result.context is not None:
             selected = next((e for e in result.context.trace if e.get("step") == Step.SELECT_CONTEXT), {})
             details.update(strategy=selected.get("strategy"), context_tokens=result.context.tokens)
-        return Retrieved([replace(p, period=periods.get(p.chunk.doc_id, "")) for p in passages], details)
+        return Retrieved(
+            [replace(p, period=periods.get(p.chunk.doc_id, "")) for p in passages],
+            details,
+            result.documents_name,
+        )
 
     async def search(
         self,
@@ -205,6 +210,7 @@ class Searcher:
                 request.queries,
                 tuple(absent),
                 rarity,
+                lambda word: snapshot.knows(analyze(word), request.collections),
             )
             assembled = self._assemble(snapshot, found, context) if context else None
             trace = [scope_step | chosen.trace(), *result.trace, *(assembled.trace if assembled else [])]
